@@ -1,0 +1,132 @@
+"""The ``livemace`` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from benchmark.market.data import DataError
+
+
+@click.group()
+@click.version_option(package_name="livemace")
+def main() -> None:
+    """livemace: process-aware evaluation of LLM trading agents."""
+
+
+@main.command()
+@click.option("--strategy", type=click.Choice(["buy_and_hold", "grid", "random", "momentum"]),
+              default="grid", show_default=True, help="Scripted baseline strategy.")
+@click.option("--scenario", default="default", show_default=True,
+              help="Bundled scenario (see `livemace data list`).")
+@click.option("--data", "data", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="User OHLCV file(s), CSV or Parquet; overrides --scenario. Repeatable.")
+@click.option("--start", default=None, help="First decision time (UTC); default: start of the data.")
+@click.option("--days", type=float, default=None, help="Trajectory length in days; default: all.")
+@click.option("--interval-hours", type=float, default=4.0, show_default=True,
+              help="Hours between decision rounds.")
+@click.option("--initial-capital", type=float, default=10_000.0, show_default=True)
+@click.option("--slippage-bps", type=float, default=0.0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random strategy.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def simulate(strategy: str, scenario: str, data: tuple[str, ...], start: str | None,
+             days: float | None, interval_hours: float, initial_capital: float,
+             slippage_bps: float, seed: int, as_json: bool) -> None:
+    """Run a baseline strategy over a market window and print its outcome metrics."""
+    from tqdm import tqdm
+
+    from benchmark.baselines.runner import run_strategy
+    from benchmark.baselines.strategies import make_strategy
+    from benchmark.market.window import resolve_window
+
+    try:
+        window = resolve_window(scenario, list(data) or None, start=start, days=days,
+                                interval_hours=interval_hours)
+    except (DataError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    times = window.grid.times()
+    with tqdm(total=len(times), desc=f"{strategy} on {window.label}", unit="round",
+              file=sys.stderr, disable=as_json) as bar:
+        result = run_strategy(
+            make_strategy(strategy, seed), window.source, window.grid,
+            initial_capital=initial_capital, slippage_bps=slippage_bps,
+            on_round=lambda i, t: bar.update(1),
+        )
+    if as_json:
+        click.echo(json.dumps(result.__dict__, indent=2, default=str))
+        return
+    click.echo(f"strategy {result.strategy}  market {window.label}  "
+               f"window {window.grid.start:%Y-%m-%d %H:%M} → {window.grid.end:%Y-%m-%d %H:%M} UTC")
+    click.echo(f"rounds {result.rounds}  fills {result.fills}  rejections {result.rejections}  "
+               f"liquidations {result.liquidations}  final equity ${result.final_equity:,.2f}")
+    click.echo(_outcome_table(result.outcomes))
+    click.echo(f"state hash {result.state_hash[:16]}")
+
+
+def _outcome_table(outcomes: dict[str, dict[str, float]]) -> str:
+    from scorers.outcomes import OUTCOME_KEYS
+
+    percent = {"return", "swr", "mdd", "tail_loss", "volatility"}
+    header = f"{'metric':<16}" + "".join(f"{k:>12}" for k in outcomes)
+    lines = [header]
+    for key in OUTCOME_KEYS:
+        cells = []
+        for interval in outcomes:
+            value = outcomes[interval][key]
+            cells.append(f"{value * 100:>11.3f}%" if key in percent else f"{value:>12.3f}")
+        lines.append(f"{key:<16}" + "".join(cells))
+    return "\n".join(lines)
+
+
+@main.group()
+def data() -> None:
+    """Bundled scenarios and user data files."""
+
+
+@data.command("list")
+def data_list() -> None:
+    """List the bundled scenarios with their windows."""
+    from benchmark.market.scenarios import list_scenarios, load_scenario
+
+    for name in list_scenarios():
+        sc = load_scenario(name)
+        click.echo(f"{name:<12} {sc.start:%Y-%m-%d} → {sc.end:%Y-%m-%d}  "
+                   f"{len(sc.news):>4} news  {sc.meta.get('description', '')}")
+
+
+@data.command("regenerate")
+@click.option("--scenario", "names", multiple=True, help="Scenario(s) to regenerate; default all.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Output folder; default: the package's data folder.")
+def data_regenerate(names: tuple[str, ...], out: str | None) -> None:
+    """Regenerate the bundled scenario files from their seeds (bit-identical)."""
+    from benchmark.market.scenarios.generator import regenerate
+
+    for path in regenerate(list(names) or None, out):
+        click.echo(str(path))
+
+
+@data.command("validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+def data_validate(paths: tuple[str, ...]) -> None:
+    """Validate user OHLCV files and report gaps."""
+    from benchmark.market.data import load_ohlcv_files
+
+    try:
+        loaded = load_ohlcv_files(list(paths))
+    except DataError as exc:
+        raise click.ClickException(str(exc)) from exc
+    src = loaded.source
+    click.echo(f"ok: {len(src.universe.symbols)} symbols, bar interval {src.bar_interval}, "
+               f"{src.first_time} → {src.last_time}")
+    for gap in loaded.gaps[:50]:
+        click.echo(f"gap: {gap.symbol} {gap.missing_bars} bar(s) missing between "
+                   f"{gap.after} and {gap.before}")
+    if len(loaded.gaps) > 50:
+        click.echo(f"… {len(loaded.gaps) - 50} more gaps")
+
+
+if __name__ == "__main__":
+    main()
