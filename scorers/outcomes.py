@@ -151,3 +151,40 @@ def compute_outcomes(
         "sharp_gains": float(np.sum(returns >= SHARP_MOVE)),
         "max_loss_streak": float(max_loss_streak(returns)),
     }
+
+
+# -- Inspect adapter -------------------------------------------------------------------------
+
+HEADLINE_METRICS = ("return", "mdd", "sharpe", "calmar", "tail_loss", "swr")
+
+
+def outcome_scorer(interval: str = "1h"):  # noqa: ANN201 - returns an Inspect Scorer
+    """Inspect scorer: outcome metrics of the sample's account from its trace-store checkpoints.
+
+    Reports Return, MDD, Sharpe, Calmar, TailLoss and SWR per sample (as a dict value) and their
+    mean over samples per task.
+    """
+    from inspect_ai.scorer import Score, Target, mean, scorer
+    from inspect_ai.solver import TaskState
+
+    from traces.store import get_store
+
+    @scorer(metrics={key: [mean()] for key in HEADLINE_METRICS}, name="outcomes")
+    def _outcomes():
+        async def score(state: TaskState, target: Target) -> Score:
+            info = state.metadata.get("livemace")
+            if not info:
+                raise RuntimeError("no livemace trajectory recorded for this sample")
+            reader = get_store(info["trace_db"]).reader()
+            equity = reader.equity_series(info["run_id"], info["account_id"], interval)
+            values = compute_outcomes(equity, PERIODS_PER_YEAR[interval])
+            return Score(
+                value={key: values[key] for key in HEADLINE_METRICS},
+                answer=f"final equity {equity[-1]:.2f}",
+                metadata={"all": values, "interval": interval, "scorer_version": SCORER_VERSION,
+                          "checkpoints": len(equity) - 1},
+            )
+
+        return score
+
+    return _outcomes()

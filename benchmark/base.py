@@ -1,0 +1,52 @@
+"""Base configuration: a ReAct agent over the fixed tool set (SPEC §3, §4 "base").
+
+    inspect eval benchmark/base.py --model baseline/grid
+    inspect eval benchmark/base.py --model openai/gpt-5.4 -T days=7 -T scenario=bear
+"""
+
+from __future__ import annotations
+
+from inspect_ai import Task, task
+
+from benchmark.harness.task import trading_task
+from benchmark.harness.tools import base_tools
+
+
+@task
+def base(
+    scenario: str = "default",
+    data: str | list[str] | None = None,
+    days: float | None = 30,
+    start: str | None = None,
+    interval_hours: float = 4.0,
+    initial_capital: float = 10_000.0,
+    max_steps: int = 30,
+    max_tool_calls_per_response: int = 16,
+    trace_db: str | None = None,
+    seed: int = 0,
+) -> Task:
+    """One account trading the chosen market window in decision rounds.
+
+    Args:
+        scenario: Bundled market scenario (default, bull, bear, chop, flash-crash).
+        data: Path(s) of user OHLCV files (CSV/Parquet); overrides ``scenario``.
+        days: Trajectory length in days (30 → 180 rounds at 4 h); None = the whole data.
+        start: First decision time (UTC, ISO 8601); default the start of the scenario.
+        interval_hours: Hours between decision rounds.
+        initial_capital: Starting cash in USD.
+        max_steps: Model turns allowed per round before the round ends.
+        max_tool_calls_per_response: Tool calls executed per model response; the rest are refused.
+        trace_db: DuckDB trace store path (default ``$LIVEMACE_TRACE_DB`` or
+            ``./livemace_traces.duckdb``).
+        seed: Seed passed to the model's generate config and recorded with the run.
+    """
+    return trading_task(
+        "base",
+        base_tools,
+        system_prompt="base",
+        task_args=dict(
+            scenario=scenario, data=data, days=days, start=start, interval_hours=interval_hours,
+            initial_capital=initial_capital, max_steps=max_steps,
+            max_tool_calls_per_response=max_tool_calls_per_response, trace_db=trace_db, seed=seed,
+        ),
+    )

@@ -1,0 +1,10 @@
+"""Inspect entry point: registers the ``baseline`` model provider."""
+
+from inspect_ai.model import modelapi
+
+
+@modelapi(name="baseline")
+def baseline():  # noqa: ANN201 - Inspect provider factory
+    from benchmark.baselines.provider import BaselineModel
+
+    return BaselineModel

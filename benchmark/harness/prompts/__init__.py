@@ -1,0 +1,38 @@
+"""Prompts as versioned documents: Markdown with a small front matter, rendered with jinja2."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    version: str
+    template: str
+
+    def render(self, **values: Any) -> str:
+        return _ENV.from_string(self.template).render(**values).strip()
+
+    @property
+    def tag(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+@lru_cache(maxsize=None)
+def load_prompt(name: str) -> Prompt:
+    """Read ``prompts/NAME.md``: front matter ``prompt`` and ``version``, then the template."""
+    text = resources.files(__package__).joinpath(f"{name}.md").read_text()
+    if not text.startswith("---\n"):
+        raise ValueError(f"prompt {name} has no front matter")
+    head, body = text[4:].split("\n---\n", 1)
+    meta = dict(line.split(":", 1) for line in head.strip().splitlines())
+    meta = {k.strip(): v.strip() for k, v in meta.items()}
+    return Prompt(name=meta.get("prompt", name), version=meta["version"], template=body)

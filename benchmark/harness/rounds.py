@@ -1,0 +1,350 @@
+"""The multi-round solver: one sample = one account trading through a whole window.
+
+Every decision round opens a fresh, bounded context (the configuration's system prompt plus the
+round's time and account summary), runs a ReAct loop of model turns and tool calls until the
+model replies ``<TRADE_DONE>`` or the round's budget runs out, and writes the round to the trace
+store in one transaction. Account and market state persist from round to round; messages do not.
+Each round is an Inspect span, so ``inspect view`` shows the trajectory round by round.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from inspect_ai.log._samples import sample_active
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+    ContentReasoning,
+    Model,
+    ModelOutput,
+    execute_tools,
+    get_model,
+)
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.tool import Tool, ToolCall, ToolCallError
+from inspect_ai.util import span
+
+from benchmark.harness.prompts import load_prompt
+from benchmark.harness.session import AccountSession, HarnessConfig, Stopwatch, truncate
+from benchmark.market.calendar import nyse_is_open
+from benchmark.market.window import resolve_window
+from policies import load_r0
+from traces.records import AccountRecord, MessageRecord, RoundRecord, RunRecord, ToolCallRecord
+from traces.store import get_store
+
+TRADE_DONE = "<TRADE_DONE>"
+NUDGE = (
+    "Continue with tool calls if your decision needs more work; otherwise reply with exactly "
+    f"{TRADE_DONE}."
+)
+
+ToolsFactory = Callable[[AccountSession], list[Tool]]
+RoundHook = Callable[[AccountSession, list[ChatMessage]], Any]
+
+
+def prompt_values(session: AccountSession) -> dict[str, Any]:
+    """Values every system prompt may use."""
+    limits = load_r0()
+    fees = session.sim.broker.fees
+    universe = session.sim.data.universe
+    return {
+        "interval_hours": f"{session.window.grid.interval / _HOUR:g}",
+        "crypto": universe.crypto,
+        "us": universe.us,
+        "crypto_fee_pct": f"{fees.crypto_rate * 100:g}",
+        "us_fee_pct": f"{fees.us_rate * 100:g}",
+        "us_fee_min": f"{fees.us_minimum:.2f}",
+        "max_order_pct": f"{limits.max_order_notional_fraction * 100:g}",
+        "max_leverage": f"{limits.max_effective_leverage:g}",
+        "min_margin_pct": f"{limits.min_margin_level * 100:g}",
+        "max_day_loss_pct": f"{limits.max_intraday_loss * 100:g}",
+        "max_steps": session.config.max_steps,
+    }
+
+
+_HOUR = pd.Timedelta(hours=1)
+
+
+def round_message(session: AccountSession, number: int, total: int) -> str:
+    account = session.sim.account()
+    return load_prompt("round").render(
+        round_number=number,
+        total_rounds=total,
+        now=session.now.strftime("%Y-%m-%d %H:%M"),
+        us_open=nyse_is_open(session.now),
+        equity=account.equity,
+        cash=account.cash,
+        positions=[asdict(p) for p in account.positions],
+    ) + f"\nAccount id: {session.account_id}"
+
+
+def _reasoning(message: ChatMessageAssistant) -> str | None:
+    if isinstance(message.content, str):
+        return None
+    parts = [c.reasoning for c in message.content if isinstance(c, ContentReasoning)]
+    return "\n".join(parts) if parts else None
+
+
+def _signature(call: ToolCall) -> str:
+    return call.function + json.dumps(call.arguments, sort_keys=True, default=str)
+
+
+class RoundRunner:
+    """Runs the decision rounds of one account."""
+
+    def __init__(
+        self,
+        session: AccountSession,
+        model: Model,
+        tools: Sequence[Tool],
+        system_prompt: str,
+        run_id: str,
+        *,
+        tool_names: Sequence[str],
+        after_round: RoundHook | None = None,
+    ) -> None:
+        self.session = session
+        self.model = model
+        self.tools = list(tools)
+        self.system_prompt = system_prompt
+        self.run_id = run_id
+        self.tool_names = list(tool_names)
+        self.after_round = after_round
+        self.store = None
+
+    async def run_round(self, index: int, when: Any, total: int) -> list[ChatMessage]:
+        session = self.session
+        session.begin_round(index, when)
+        equity_before = session.sim.broker.equity()
+        buffer = session.buffer
+        wall = Stopwatch()
+        started = pd.Timestamp.now(tz="UTC")
+        user_text = round_message(session, index + 1, total)
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=self.system_prompt),
+            ChatMessageUser(content=user_text),
+        ]
+        buffer.messages.append(MessageRecord(role="user", text=user_text))
+        config = session.config
+        steps, reason, final_text = 0, "max_steps", ""
+        input_tokens = output_tokens = 0
+        while steps < config.max_steps:
+            output: ModelOutput = await self.model.generate(messages, tools=self.tools)
+            steps += 1
+            message = output.message
+            messages.append(message)
+            usage = output.usage
+            if usage is not None:
+                input_tokens += usage.input_tokens
+                output_tokens += usage.output_tokens
+            buffer.messages.append(
+                MessageRecord(
+                    role="assistant", text=message.text, reasoning=_reasoning(message),
+                    model=output.model, stop_reason=output.stop_reason,
+                    input_tokens=None if usage is None else usage.input_tokens,
+                    output_tokens=None if usage is None else usage.output_tokens,
+                )
+            )
+            final_text = message.text
+            if message.tool_calls:
+                messages.extend(await self._run_calls(message, len(buffer.messages) - 1))
+            if TRADE_DONE in message.text:
+                reason = "trade_done"
+                break
+            if config.max_round_tokens and input_tokens + output_tokens >= config.max_round_tokens:
+                reason = "token_budget"
+                break
+            if not message.tool_calls:
+                messages.append(ChatMessageUser(content=NUDGE))
+        extra_in, extra_out = session.take_usage()
+        summary = session.close_round(final_text)
+        account = session.sim.account()
+        record = RoundRecord(
+            run_id=self.run_id,
+            account_id=session.account_id,
+            round_index=index,
+            decision_time=session.now,
+            termination_reason=reason,
+            steps=steps,
+            input_tokens=input_tokens + extra_in,
+            output_tokens=output_tokens + extra_out,
+            total_tokens=input_tokens + output_tokens + extra_in + extra_out,
+            equity_before=equity_before,
+            equity_after=summary.equity_after,
+            state_after=account.to_dict(),
+            tools_offered=self.tool_names,
+            wall_started_at=started,
+            wall_ended_at=started + pd.Timedelta(milliseconds=wall.ms),
+            messages=buffer.messages,
+            tool_calls=buffer.tool_calls,
+            fills=buffer.fills,
+            rejections=buffer.rejections,
+            checkpoints=buffer.checkpoints,
+        )
+        if self.after_round is not None:
+            await self.after_round(session, record, messages)
+        get_store(session.trace_db).write_round(record)
+        return messages
+
+    async def _run_calls(
+        self, message: ChatMessageAssistant, message_index: int
+    ) -> list[ChatMessage]:
+        """Execute a response's tool calls one by one, in order, guarding against runaways."""
+        session = self.session
+        cap = session.config.max_tool_calls_per_response
+        seen: set[str] = set()
+        out: list[ChatMessage] = []
+        for position, call in enumerate(message.tool_calls or []):
+            signature = _signature(call)
+            refusal = None
+            if position >= cap:
+                refusal = ("limit", f"not executed: at most {cap} tool calls per response")
+            elif signature in seen:
+                refusal = ("limit", "not executed: identical to an earlier call in this response")
+            seen.add(signature)
+            if refusal is not None:
+                error = ToolCallError(refusal[0], refusal[1])  # type: ignore[arg-type]
+                out.append(ChatMessageTool(content="", tool_call_id=call.id,
+                                           function=call.function, error=error))
+                self._record_call(call, message_index, None, "runaway_guard", refusal[1], 0.0)
+                continue
+            single = message.model_copy(update={"tool_calls": [call]})
+            session.current_call_id = call.id
+            watch = Stopwatch()
+            result = await execute_tools([single], self.tools)
+            session.current_call_id = None
+            latency = watch.ms
+            for tool_message in result.messages:
+                if isinstance(tool_message, ChatMessageTool):
+                    err = tool_message.error
+                    self._record_call(
+                        call, message_index, tool_message.text,
+                        None if err is None else err.type, None if err is None else err.message,
+                        latency,
+                    )
+                out.append(tool_message)
+        return out
+
+    def _record_call(
+        self, call: ToolCall, message_index: int, result: str | None,
+        error_type: str | None, error_message: str | None, latency_ms: float,
+    ) -> None:
+        self.session.buffer.tool_calls.append(
+            ToolCallRecord(
+                name=call.function,
+                arguments=call.arguments if isinstance(call.arguments, dict) else {},
+                result=None if result is None else truncate(result),
+                error_type=error_type,
+                error_message=error_message,
+                latency_ms=latency_ms,
+                tool_call_id=call.id,
+                message_index=message_index,
+                in_schema=call.function in self.tool_names,
+            )
+        )
+
+
+def _finish_run_if_complete(store: Any, run_id: str, expected: int | None) -> None:
+    """Close the run once every expected account has completed."""
+    if not expected:
+        return
+    accounts = store.reader().accounts(run_id)
+    if len(accounts) >= expected and (accounts["status"] == "completed").all():
+        store.finish_run(run_id, "completed")
+
+
+def _account_id(state: TaskState) -> str:
+    return f"{state.sample_id}-e{state.epoch}"
+
+
+@solver
+def trading_rounds(
+    config: HarnessConfig,
+    tools_factory: ToolsFactory,
+    system_prompt: str = "base",
+    trace_db: str | None = None,
+    run_versions: dict[str, Any] | None = None,
+    task_args: dict[str, Any] | None = None,
+    prompt_extras: Callable[[AccountSession], dict[str, Any]] | None = None,
+    after_round: Callable[..., Any] | None = None,
+    session_setup: Callable[[AccountSession, TaskState], Any] | None = None,
+) -> Solver:
+    """Loop the decision rounds of the sample's account (see the module docstring)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        meta = state.metadata
+        window = resolve_window(
+            meta.get("scenario"), meta.get("data"), start=meta.get("start"),
+            days=meta.get("days"), interval_hours=meta.get("interval_hours", 4.0),
+        )
+        active = sample_active()
+        run_id = active.eval_id if active is not None else uuid.uuid4().hex
+        model = get_model()
+        account_id = _account_id(state)
+        store = get_store(trace_db)
+        prompt = load_prompt(system_prompt)
+        versions = {"prompts": {prompt.name: prompt.version, "round": load_prompt("round").version},
+                    "rules": {"R0": load_r0().version}, **(run_versions or {})}
+        store.start_run(RunRecord(
+            run_id=run_id, configuration=config.configuration, model=str(model),
+            task_args=task_args or {}, versions=versions, scenario=meta.get("scenario"),
+            data_path=",".join(meta["data"]) if meta.get("data") else None, seed=meta.get("seed"),
+        ))
+        store.start_account(AccountRecord(
+            run_id=run_id, account_id=account_id, model=str(model),
+            configuration=config.configuration, sample_id=str(state.sample_id),
+            epoch=state.epoch, scenario=meta.get("scenario"),
+            data_path=",".join(meta["data"]) if meta.get("data") else None,
+            seed=meta.get("seed"), initial_capital=config.initial_capital,
+            extra={k: v for k, v in meta.items() if k in ("arm", "pair")},
+        ), replace=True)
+        workspace = Path(config.workspace_dir) / run_id / account_id
+        session = AccountSession(account_id, window, config, workspace)
+        session.trace_db = trace_db
+        session.run_id = run_id
+        if session_setup is not None:
+            await session_setup(session, state)
+        tools = tools_factory(session)
+        from inspect_ai.tool import ToolDef
+
+        names = [ToolDef(t).name for t in tools]
+        values = prompt_values(session) | (prompt_extras(session) if prompt_extras else {})
+        runner = RoundRunner(
+            session, model, tools, prompt.render(**values), run_id,
+            tool_names=names, after_round=after_round,
+        )
+        times = window.grid.times()
+        state.metadata["livemace"] = {
+            "run_id": run_id, "account_id": account_id, "trace_db": trace_db,
+            "rounds": len(times), "window": window.label,
+        }
+        try:
+            for index, when in enumerate(times):
+                async with span(f"round {index + 1}/{len(times)} {when:%Y-%m-%d %H:%M}", type="round"):
+                    state.messages = await runner.run_round(index, when, len(times))
+            session.finish()
+            store.write_checkpoints(run_id, account_id, session.buffer.checkpoints)
+            store.finish_account(run_id, account_id, "completed",
+                                 final_equity=session.sim.broker.equity())
+            _finish_run_if_complete(store, run_id, meta.get("expected_accounts"))
+        except BaseException as exc:
+            store.finish_account(run_id, account_id, "failed", error=repr(exc)[:2000],
+                                 final_equity=session.sim.broker.equity())
+            raise
+        state.output = ModelOutput.from_content(
+            model=str(model),
+            content=f"final equity {session.sim.broker.equity():.2f} after {len(times)} rounds",
+        )
+        return state
+
+    return solve

@@ -1,0 +1,99 @@
+"""Shared construction of a trading task, so each configuration's task file stays thin."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from inspect_ai import Task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import Scorer
+
+from benchmark.harness.rounds import ToolsFactory, trading_rounds
+from benchmark.harness.session import HarnessConfig
+from benchmark.market.window import resolve_window
+from scorers.outcomes import SCORER_VERSION as OUTCOMES_VERSION
+from scorers.outcomes import outcome_scorer
+from traces.store import resolve_path
+
+DEFAULT_WORKSPACES = "workspaces"
+
+
+def market_samples(
+    scenario: str | None,
+    data: str | Sequence[str] | None,
+    *,
+    start: str | None,
+    days: float | None,
+    interval_hours: float,
+    seed: int,
+    arms: Sequence[dict[str, Any]] = ({},),
+) -> list[Sample]:
+    """One sample per account trajectory (per arm) over the chosen window; validated now."""
+    paths = [data] if isinstance(data, str) else list(data) if data else None
+    window = resolve_window(scenario, paths, start=start, days=days, interval_hours=interval_hours)
+    samples = []
+    for arm in arms:
+        name = arm.get("arm", "main")
+        samples.append(
+            Sample(
+                id=f"{window.label.replace(':', '-')}-{name}",
+                input=(
+                    f"Trade one account on {window.label} from {window.grid.start:%Y-%m-%d %H:%M} "
+                    f"UTC for {len(window.grid)} decision rounds."
+                ),
+                metadata={
+                    "scenario": None if paths else scenario, "data": paths,
+                    "start": window.grid.start.isoformat(),
+                    "days": (window.grid.end - window.grid.start).total_seconds() / 86400,
+                    "interval_hours": interval_hours, "seed": seed,
+                    "expected_accounts": len(arms), **arm,
+                },
+            )
+        )
+    return samples
+
+
+def trading_task(
+    configuration: str,
+    tools_factory: ToolsFactory,
+    *,
+    system_prompt: str,
+    task_args: dict[str, Any],
+    scorers: Sequence[Scorer] = (),
+    arms: Sequence[dict[str, Any]] = ({},),
+    run_versions: dict[str, Any] | None = None,
+    **solver_hooks: Callable[..., Any] | None,
+) -> Task:
+    """A Task whose samples are account trajectories driven by :func:`trading_rounds`."""
+    args = dict(task_args)
+    trace_db = resolve_path(args.get("trace_db"))
+    args["trace_db"] = trace_db
+    config = HarnessConfig(
+        configuration=configuration,
+        max_steps=int(args["max_steps"]),
+        max_tool_calls_per_response=int(args["max_tool_calls_per_response"]),
+        max_round_tokens=args.get("max_round_tokens"),
+        workspace_dir=args.get("workspace_dir") or os.environ.get("LIVEMACE_WORKSPACES", DEFAULT_WORKSPACES),
+        initial_capital=float(args["initial_capital"]),
+        slippage_bps=float(args.get("slippage_bps", 0.0)),
+    )
+    samples = market_samples(
+        args.get("scenario"), args.get("data"), start=args.get("start"), days=args.get("days"),
+        interval_hours=float(args["interval_hours"]), seed=int(args["seed"]), arms=arms,
+    )
+    versions = {"scorers": {"outcomes": OUTCOMES_VERSION}, **(run_versions or {})}
+    return Task(
+        dataset=MemoryDataset(samples, name=configuration),
+        solver=trading_rounds(
+            config, tools_factory, system_prompt=system_prompt, trace_db=trace_db,
+            run_versions=versions, task_args=args,
+            **{k: v for k, v in solver_hooks.items() if v is not None},
+        ),
+        scorer=[outcome_scorer(), *scorers],
+        config=GenerateConfig(seed=int(args["seed"])),
+        metadata={"configuration": configuration, "trace_db": trace_db},
+        name=configuration,
+    )
