@@ -14,12 +14,18 @@ _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newlin
 
 @dataclass(frozen=True)
 class Prompt:
+    """A prompt document. With ``extends``, the parent is rendered first and this one appended."""
+
     name: str
     version: str
     template: str
+    extends: str | None = None
 
     def render(self, **values: Any) -> str:
-        return _ENV.from_string(self.template).render(**values).strip()
+        own = _ENV.from_string(self.template).render(**values).strip()
+        if self.extends is None:
+            return own
+        return load_prompt(self.extends).render(**values) + "\n\n" + own
 
     @property
     def tag(self) -> str:
@@ -35,4 +41,7 @@ def load_prompt(name: str) -> Prompt:
     head, body = text[4:].split("\n---\n", 1)
     meta = dict(line.split(":", 1) for line in head.strip().splitlines())
     meta = {k.strip(): v.strip() for k, v in meta.items()}
-    return Prompt(name=meta.get("prompt", name), version=meta["version"], template=body)
+    return Prompt(
+        name=meta.get("prompt", name), version=meta["version"], template=body,
+        extends=meta.get("extends"),
+    )

@@ -1,0 +1,572 @@
+"""The records written to and read from the trace store.
+
+These dataclasses are the single schema of a trace: the harness fills them, the store writes
+them, the reader rebuilds them, and scorers consume them. Each record checks its own values on
+construction and normalises timestamps to timezone-aware UTC ``pandas.Timestamp`` values.
+
+Times come in two kinds, named in every docstring: *simulated* times are on the market clock
+(decision time, fill time, memory creation time); *wall* times are when something happened on
+the machine running the evaluation (run start, message creation, score creation).
+
+Records nested in a :class:`RoundRecord` (messages, tool calls, fills, ...) carry no run,
+account or round keys: they inherit them from the round, and their position in the round's list
+is their index in the database.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+import pandas as pd
+
+from traces._values import finite_or_none, require, to_utc, to_utc_or_none, utc_now
+
+Status = Literal["running", "completed", "failed", "cancelled", "incomplete"]
+FinalStatus = Literal["completed", "failed", "cancelled", "incomplete"]
+Role = Literal["system", "user", "assistant", "tool"]
+MarketName = Literal["crypto", "us"]
+Side = Literal["buy", "sell"]
+PositionSide = Literal["long", "short"]
+Interval = Literal["15m", "1h", "4h", "1d"]
+MemoryEventKind = Literal["search", "add"]
+
+STATUSES: tuple[str, ...] = get_args(Status)
+FINAL_STATUSES: tuple[str, ...] = get_args(FinalStatus)
+ROLES: tuple[str, ...] = get_args(Role)
+MARKETS: tuple[str, ...] = get_args(MarketName)
+SIDES: tuple[str, ...] = get_args(Side)
+POSITION_SIDES: tuple[str, ...] = get_args(PositionSide)
+INTERVALS: tuple[str, ...] = get_args(Interval)
+MEMORY_EVENT_KINDS: tuple[str, ...] = get_args(MemoryEventKind)
+
+#: Length of each checkpoint interval, used to derive a period's start from its end.
+INTERVAL_LENGTHS: dict[str, pd.Timedelta] = {
+    "15m": pd.Timedelta(minutes=15),
+    "1h": pd.Timedelta(hours=1),
+    "4h": pd.Timedelta(hours=4),
+    "1d": pd.Timedelta(days=1),
+}
+
+
+def _one_of(value: object, allowed: tuple[str, ...], name: str) -> None:
+    require(value in allowed, f"{name} must be one of {allowed}, got {value!r}")
+
+
+def _non_empty(value: object, name: str) -> None:
+    require(isinstance(value, str) and value != "", f"{name} must be a non-empty string")
+
+
+def _count(value: object, name: str) -> int:
+    """Return ``value`` as a non-negative ``int`` (numpy integers accepted, bools refused)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError as exc:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}") from exc
+    require(number >= 0, f"{name} must be a non-negative integer, got {value!r}")
+    return number
+
+
+def _optional_count(value: object, name: str) -> int | None:
+    return None if value is None else _count(value, name)
+
+
+def _optional_int(value: object, name: str) -> int | None:
+    if value is None:
+        return None
+    require(not isinstance(value, bool), f"{name} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError as exc:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# Run and account
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class RunRecord:
+    """One evaluation run: one configuration of the benchmark on one model.
+
+    ``task_args`` are the task's arguments as JSON; ``versions`` names the versions of what
+    shaped the run (conventionally the keys ``prompts``, ``rules``, ``scorers``, ``livemace``).
+    ``scenario``, ``data_path`` and ``seed`` describe the market data when every account of
+    the run shares it. ``started_at`` and ``ended_at`` are wall times.
+    """
+
+    run_id: str
+    configuration: str
+    model: str
+    task_args: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
+    scenario: str | None = None
+    data_path: str | None = None
+    seed: int | None = None
+    status: Status = "running"
+    started_at: pd.Timestamp = field(default_factory=utc_now)
+    ended_at: pd.Timestamp | None = None
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        _non_empty(self.run_id, "run_id")
+        _non_empty(self.configuration, "configuration")
+        _non_empty(self.model, "model")
+        _one_of(self.status, STATUSES, "status")
+        self.seed = _optional_int(self.seed, "seed")
+        self.started_at = to_utc(self.started_at, "started_at")
+        self.ended_at = to_utc_or_none(self.ended_at, "ended_at")
+
+
+@dataclass(kw_only=True)
+class AccountRecord:
+    """One account trajectory: one Inspect sample (model x configuration x market window).
+
+    ``initial_capital`` and ``final_equity`` are in USD. ``extra`` holds free-form facts such
+    as the paired arm name (``{"arm": "memory"}`` or ``{"arm": "baseline"}``). ``started_at``
+    and ``ended_at`` are wall times.
+    """
+
+    run_id: str
+    account_id: str
+    model: str
+    configuration: str
+    sample_id: str | None = None
+    epoch: int = 1
+    scenario: str | None = None
+    data_path: str | None = None
+    seed: int | None = None
+    initial_capital: float = 10_000.0
+    status: Status = "running"
+    started_at: pd.Timestamp = field(default_factory=utc_now)
+    ended_at: pd.Timestamp | None = None
+    error: str | None = None
+    final_equity: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _non_empty(self.run_id, "run_id")
+        _non_empty(self.account_id, "account_id")
+        _non_empty(self.model, "model")
+        _non_empty(self.configuration, "configuration")
+        self.epoch = _count(self.epoch, "epoch")
+        self.seed = _optional_int(self.seed, "seed")
+        _one_of(self.status, STATUSES, "status")
+        self.initial_capital = float(self.initial_capital)
+        require(
+            math.isfinite(self.initial_capital) and self.initial_capital > 0,
+            f"initial_capital must be positive, got {self.initial_capital!r}",
+        )
+        self.final_equity = finite_or_none(self.final_equity, "final_equity")
+        self.started_at = to_utc(self.started_at, "started_at")
+        self.ended_at = to_utc_or_none(self.ended_at, "ended_at")
+
+
+# --------------------------------------------------------------------------------------------
+# Parts of a round
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class MessageRecord:
+    """One message of a round, most importantly every model response.
+
+    ``agent`` names who spoke (``"main"`` for single-agent configurations, a role name such as
+    ``"manager"`` or ``"TradingAgent"`` otherwise). ``reasoning`` is the model's separate
+    reasoning text when the provider returns one. Token counts are for this one model call.
+    ``created_at`` is a wall time.
+    """
+
+    role: Role
+    text: str
+    reasoning: str | None = None
+    agent: str = "main"
+    model: str | None = None
+    stop_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    created_at: pd.Timestamp | None = None
+
+    def __post_init__(self) -> None:
+        _one_of(self.role, ROLES, "role")
+        require(isinstance(self.text, str), "text must be a string")
+        _non_empty(self.agent, "agent")
+        self.input_tokens = _optional_count(self.input_tokens, "input_tokens")
+        self.output_tokens = _optional_count(self.output_tokens, "output_tokens")
+        self.created_at = to_utc_or_none(self.created_at, "created_at")
+
+
+@dataclass(kw_only=True)
+class ToolCallRecord:
+    """One tool call and its outcome.
+
+    ``arguments`` are the parsed arguments (a JSON object), or the raw argument text as a
+    string when the model sent something unparsable. ``error_type`` is ``None`` for a call that
+    succeeded; otherwise a short code such as ``"parsing"``, ``"invalid_parameters"``,
+    ``"unknown_tool"``, ``"rejected"``, ``"timeout"`` or ``"exception"``, with the text the model
+    saw in ``error_message``. ``message_index`` points at the assistant message (in the same
+    round) that issued the call. ``in_schema`` says whether ``name`` was in the tool schema the
+    model was given at that moment. ``latency_ms`` is wall-clock milliseconds; ``started_at``
+    is a wall time.
+    """
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    result: str | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    latency_ms: float | None = None
+    tool_call_id: str | None = None
+    message_index: int | None = None
+    agent: str = "main"
+    in_schema: bool | None = None
+    started_at: pd.Timestamp | None = None
+
+    def __post_init__(self) -> None:
+        _non_empty(self.name, "name")
+        require(
+            isinstance(self.arguments, (dict, str)),
+            f"arguments must be a dict or the raw argument string, got {type(self.arguments)}",
+        )
+        require(
+            self.error_message is None or self.error_type is not None,
+            "error_message given without error_type",
+        )
+        self.message_index = _optional_count(self.message_index, "message_index")
+        _non_empty(self.agent, "agent")
+        self.latency_ms = finite_or_none(self.latency_ms, "latency_ms")
+        require(self.latency_ms is None or self.latency_ms >= 0, "latency_ms must be >= 0")
+        self.started_at = to_utc_or_none(self.started_at, "started_at")
+
+    @property
+    def ok(self) -> bool:
+        """True when the call ended without an error."""
+        return self.error_type is None
+
+
+@dataclass(kw_only=True)
+class FillRecord:
+    """One executed trade (a fill), in USD.
+
+    ``quantity`` is the number of units (always positive; ``side`` gives the direction),
+    ``price`` the fill price, ``notional`` = quantity x price, ``fee`` the fee charged.
+    ``position_side`` is the side of the position the fill belongs to. ``trigger`` is who caused
+    it: ``"agent"`` (an ``execute_trade`` call), ``"liquidation"`` or ``"risk"``.
+    ``equity_after``, ``cash_after`` and ``state_after`` (positions, margin) describe the account
+    right after the fill, for the per-fill rule checks. ``filled_at`` is a simulated time.
+    """
+
+    symbol: str
+    market: MarketName
+    side: Side
+    quantity: float
+    price: float
+    filled_at: pd.Timestamp
+    fee: float = 0.0
+    notional: float | None = None
+    leverage: float = 1.0
+    position_side: PositionSide | None = None
+    trigger: str = "agent"
+    realized_pnl: float | None = None
+    tool_call_id: str | None = None
+    order_id: str | None = None
+    equity_after: float | None = None
+    cash_after: float | None = None
+    state_after: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        _non_empty(self.symbol, "symbol")
+        _one_of(self.market, MARKETS, "market")
+        _one_of(self.side, SIDES, "side")
+        if self.position_side is not None:
+            _one_of(self.position_side, POSITION_SIDES, "position_side")
+        _non_empty(self.trigger, "trigger")
+        self.quantity = float(self.quantity)
+        self.price = float(self.price)
+        require(math.isfinite(self.quantity) and self.quantity > 0, "quantity must be > 0")
+        require(math.isfinite(self.price) and self.price > 0, "price must be > 0")
+        self.fee = float(self.fee)
+        require(math.isfinite(self.fee) and self.fee >= 0, "fee must be >= 0")
+        self.leverage = float(self.leverage)
+        require(math.isfinite(self.leverage) and self.leverage >= 1, "leverage must be >= 1")
+        if self.notional is None:
+            self.notional = self.quantity * self.price
+        self.notional = finite_or_none(self.notional, "notional")
+        self.realized_pnl = finite_or_none(self.realized_pnl, "realized_pnl")
+        self.equity_after = finite_or_none(self.equity_after, "equity_after")
+        self.cash_after = finite_or_none(self.cash_after, "cash_after")
+        self.filled_at = to_utc(self.filled_at, "filled_at")
+
+
+@dataclass(kw_only=True)
+class RejectionRecord:
+    """One order the market refused, with the message the model was shown.
+
+    ``reason_code`` is a stable machine code (``"R0-01"``, ``"market_closed"``,
+    ``"insufficient_cash"``, ``"opposite_side"``, ...). ``request`` holds the order's arguments.
+    ``rejected_at`` is a simulated time.
+    """
+
+    reason_code: str
+    message: str
+    rejected_at: pd.Timestamp
+    symbol: str | None = None
+    market: MarketName | None = None
+    operation: str | None = None
+    tool_call_id: str | None = None
+    request: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _non_empty(self.reason_code, "reason_code")
+        require(isinstance(self.message, str), "message must be a string")
+        if self.market is not None:
+            _one_of(self.market, MARKETS, "market")
+        self.rejected_at = to_utc(self.rejected_at, "rejected_at")
+
+
+def checkpoint_return(equity_start: float, equity_end: float) -> float:
+    """The return of one checkpoint interval; a non-positive start equity gives 0."""
+    if equity_start <= 0:
+        return 0.0
+    return equity_end / equity_start - 1.0
+
+
+@dataclass(kw_only=True)
+class CheckpointRecord:
+    """The account's equity over one checkpoint interval, in USD.
+
+    ``interval`` is one of ``15m``, ``1h``, ``4h``, ``1d``; the period runs from
+    ``period_end - interval`` to ``period_end`` (a simulated time). ``period_return`` defaults
+    to ``equity_end / equity_start - 1`` (0 when the start equity is not positive).
+    """
+
+    interval: Interval
+    period_end: pd.Timestamp
+    equity_start: float
+    equity_end: float
+    period_return: float | None = None
+
+    def __post_init__(self) -> None:
+        _one_of(self.interval, INTERVALS, "interval")
+        self.period_end = to_utc(self.period_end, "period_end")
+        self.equity_start = float(self.equity_start)
+        self.equity_end = float(self.equity_end)
+        require(
+            math.isfinite(self.equity_start) and math.isfinite(self.equity_end),
+            "checkpoint equities must be finite",
+        )
+        if self.period_return is None:
+            self.period_return = checkpoint_return(self.equity_start, self.equity_end)
+        self.period_return = finite_or_none(self.period_return, "period_return")
+
+    @property
+    def period_start(self) -> pd.Timestamp:
+        """The simulated time at which this interval began."""
+        return self.period_end - INTERVAL_LENGTHS[self.interval]
+
+
+# --------------------------------------------------------------------------------------------
+# Memory
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class MemoryEntryRecord:
+    """One entry of an account's memory: CONDITION -> OBSERVATION -> RULE, tagged by market.
+
+    ``text`` is the text that was embedded (by default the three parts joined by arrows).
+    ``embedding`` is stored as 32-bit floats; ``embedder`` names the model that made it.
+    ``created_at`` is a simulated time and ``created_round`` the round that added the entry.
+    """
+
+    entry_id: str
+    market: MarketName
+    condition: str
+    observation: str
+    rule: str
+    created_at: pd.Timestamp
+    text: str | None = None
+    embedding: list[float] | None = None
+    embedder: str | None = None
+    created_round: int | None = None
+
+    def __post_init__(self) -> None:
+        _non_empty(self.entry_id, "entry_id")
+        _one_of(self.market, MARKETS, "market")
+        for name in ("condition", "observation", "rule"):
+            require(isinstance(getattr(self, name), str), f"{name} must be a string")
+        if self.text is None:
+            self.text = f"{self.condition} -> {self.observation} -> {self.rule}"
+        if self.embedding is not None:
+            self.embedding = [float(x) for x in self.embedding]
+            require(all(math.isfinite(x) for x in self.embedding), "embedding must be finite")
+        self.created_round = _optional_count(self.created_round, "created_round")
+        self.created_at = to_utc(self.created_at, "created_at")
+
+
+@dataclass(kw_only=True)
+class MemoryEventRecord:
+    """One memory operation: a ``search`` (``text`` is the query) or an ``add`` (the entry text).
+
+    ``results`` lists what a search returned (e.g. ``[{"entry_id", "score", "cosine"}]``).
+    For an add, ``accepted`` says whether it was stored, ``reason`` why not (for example a near
+    duplicate), ``nearest_similarity`` the best cosine to an existing entry of the same market,
+    and ``entry_id`` the stored entry. ``created_at`` is a simulated time.
+    """
+
+    kind: MemoryEventKind
+    text: str
+    created_at: pd.Timestamp
+    results: list[Any] | None = None
+    accepted: bool | None = None
+    reason: str | None = None
+    nearest_similarity: float | None = None
+    entry_id: str | None = None
+    tool_call_id: str | None = None
+
+    def __post_init__(self) -> None:
+        _one_of(self.kind, MEMORY_EVENT_KINDS, "kind")
+        require(isinstance(self.text, str), "text must be a string")
+        self.nearest_similarity = finite_or_none(self.nearest_similarity, "nearest_similarity")
+        self.created_at = to_utc(self.created_at, "created_at")
+
+
+@dataclass(kw_only=True)
+class FragmentRecord:
+    """A ``memory_search`` episode kept for the memory-usage judge.
+
+    ``market_context`` is what the agent knew when it searched, ``search_reasoning`` the text
+    that led to the search, ``results`` the entries returned, and ``subsequent`` what the agent
+    did afterwards (messages, tool calls) so a judge can tell whether the memory was used.
+    ``created_at`` is a simulated time.
+    """
+
+    query: str
+    tool_call_id: str | None = None
+    market_context: dict[str, Any] = field(default_factory=dict)
+    search_reasoning: str | None = None
+    results: list[Any] = field(default_factory=list)
+    subsequent: list[Any] = field(default_factory=list)
+    created_at: pd.Timestamp | None = None
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.query, str), "query must be a string")
+        self.created_at = to_utc_or_none(self.created_at, "created_at")
+
+
+# --------------------------------------------------------------------------------------------
+# Round
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class RoundRecord:
+    """One decision round of one account, with everything that happened in it.
+
+    ``round_index`` counts from 0 and must be contiguous per account. ``decision_time`` is the
+    simulated grid time. ``termination_reason`` is how the round ended (``"trade_done"``,
+    ``"step_budget"``, ``"token_budget"``, ``"error"``, ...). ``steps`` counts assistant turns.
+    Equities are in USD; ``state_after`` is the account state after the round's fills;
+    ``tools_offered`` names the tools in the schema at the start of the round.
+    ``wall_started_at``/``wall_ended_at`` are wall times. A round is written in one transaction.
+    """
+
+    run_id: str
+    account_id: str
+    round_index: int
+    decision_time: pd.Timestamp
+    termination_reason: str
+    steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int | None = None
+    equity_before: float | None = None
+    equity_after: float | None = None
+    state_after: dict[str, Any] | None = None
+    tools_offered: list[str] = field(default_factory=list)
+    error: str | None = None
+    wall_started_at: pd.Timestamp | None = None
+    wall_ended_at: pd.Timestamp | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    messages: list[MessageRecord] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    fills: list[FillRecord] = field(default_factory=list)
+    rejections: list[RejectionRecord] = field(default_factory=list)
+    checkpoints: list[CheckpointRecord] = field(default_factory=list)
+    memory_entries: list[MemoryEntryRecord] = field(default_factory=list)
+    memory_events: list[MemoryEventRecord] = field(default_factory=list)
+    fragments: list[FragmentRecord] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _non_empty(self.run_id, "run_id")
+        _non_empty(self.account_id, "account_id")
+        self.round_index = _count(self.round_index, "round_index")
+        _non_empty(self.termination_reason, "termination_reason")
+        self.steps = _count(self.steps, "steps")
+        self.input_tokens = _count(self.input_tokens, "input_tokens")
+        self.output_tokens = _count(self.output_tokens, "output_tokens")
+        if self.total_tokens is None:
+            self.total_tokens = self.input_tokens + self.output_tokens
+        self.total_tokens = _count(self.total_tokens, "total_tokens")
+        self.equity_before = finite_or_none(self.equity_before, "equity_before")
+        self.equity_after = finite_or_none(self.equity_after, "equity_after")
+        self.tools_offered = [str(name) for name in self.tools_offered]
+        self.decision_time = to_utc(self.decision_time, "decision_time")
+        self.wall_started_at = to_utc_or_none(self.wall_started_at, "wall_started_at")
+        self.wall_ended_at = to_utc_or_none(self.wall_ended_at, "wall_ended_at")
+
+
+# --------------------------------------------------------------------------------------------
+# Scores
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class ScoreRecord:
+    """One metric value produced by a scorer (deterministic or a judge).
+
+    ``account_id`` is ``None`` for a run-level score. A value the scorer could not decide is
+    stored with ``value=None`` and an ``unscored_reason``; exactly one of the two is set.
+    ``subject`` names what was scored when finer than the account (an entry id, a fragment, a
+    round). ``judge_model`` is ``None`` for deterministic scorers. ``created_at`` is a wall time.
+    """
+
+    run_id: str
+    account_id: str | None
+    scorer: str
+    metric: str
+    value: float | None
+    scorer_version: str
+    unscored_reason: str | None = None
+    rubric_version: str | None = None
+    judge_model: str | None = None
+    subject: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    created_at: pd.Timestamp = field(default_factory=utc_now)
+
+    def __post_init__(self) -> None:
+        _non_empty(self.run_id, "run_id")
+        if self.account_id is not None:
+            _non_empty(self.account_id, "account_id")
+        _non_empty(self.scorer, "scorer")
+        _non_empty(self.metric, "metric")
+        _non_empty(self.scorer_version, "scorer_version")
+        if self.value is not None:
+            self.value = float(self.value)
+            require(
+                math.isfinite(self.value),
+                f"{self.metric}: value must be finite; store an undecidable score as "
+                "value=None with an unscored_reason",
+            )
+            require(self.unscored_reason is None, "a scored value cannot have unscored_reason")
+        else:
+            require(
+                bool(self.unscored_reason),
+                f"{self.metric}: value=None needs an unscored_reason",
+            )
+        self.created_at = to_utc(self.created_at, "created_at")

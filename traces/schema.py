@@ -1,0 +1,335 @@
+"""The DuckDB schema of the trace store (documented table by table in ``SCHEMA.md``).
+
+The schema is created idempotently by :func:`ensure_schema`. Its version is kept in the
+``livemace_meta`` table under the key ``schema_version``; a file written with another version
+is refused with :class:`~traces.errors.SchemaVersionError` instead of being read wrongly.
+
+There are no foreign-key constraints (DuckDB forbids updating a referenced row, and runs and
+accounts are updated when they finish); the writer checks references itself.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from traces.errors import SchemaVersionError
+from traces.records import INTERVALS, MARKETS, MEMORY_EVENT_KINDS, ROLES, SIDES, STATUSES
+
+#: Bump when a table or column changes meaning or shape.
+SCHEMA_VERSION = 1
+
+META_TABLE = "livemace_meta"
+
+
+def _sql_set(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{value}'" for value in values) + ")"
+
+
+_STATUS = _sql_set(STATUSES)
+
+TABLE_DDL: dict[str, str] = {
+    META_TABLE: f"""
+        CREATE TABLE IF NOT EXISTS {META_TABLE} (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+    "runs": f"""
+        CREATE TABLE IF NOT EXISTS runs (
+            run_id        TEXT PRIMARY KEY,
+            configuration TEXT NOT NULL,
+            model         TEXT NOT NULL,
+            scenario      TEXT,
+            data_path     TEXT,
+            seed          BIGINT,
+            task_args     JSON NOT NULL,
+            versions      JSON NOT NULL,
+            status        TEXT NOT NULL CHECK (status IN {_STATUS}),
+            started_at    TIMESTAMPTZ NOT NULL,
+            ended_at      TIMESTAMPTZ,
+            error         TEXT,
+            writer_pid    INTEGER,
+            writer_host   TEXT
+        )""",
+    "accounts": f"""
+        CREATE TABLE IF NOT EXISTS accounts (
+            run_id          TEXT NOT NULL,
+            account_id      TEXT NOT NULL,
+            sample_id       TEXT,
+            epoch           INTEGER NOT NULL,
+            model           TEXT NOT NULL,
+            configuration   TEXT NOT NULL,
+            scenario        TEXT,
+            data_path       TEXT,
+            seed            BIGINT,
+            initial_capital DOUBLE NOT NULL,
+            status          TEXT NOT NULL CHECK (status IN {_STATUS}),
+            started_at      TIMESTAMPTZ NOT NULL,
+            ended_at        TIMESTAMPTZ,
+            error           TEXT,
+            final_equity    DOUBLE,
+            extra           JSON NOT NULL,
+            PRIMARY KEY (run_id, account_id)
+        )""",
+    "rounds": """
+        CREATE TABLE IF NOT EXISTS rounds (
+            run_id             TEXT NOT NULL,
+            account_id         TEXT NOT NULL,
+            round_index        INTEGER NOT NULL,
+            decision_time      TIMESTAMPTZ NOT NULL,
+            termination_reason TEXT NOT NULL,
+            steps              INTEGER NOT NULL,
+            input_tokens       BIGINT NOT NULL,
+            output_tokens      BIGINT NOT NULL,
+            total_tokens       BIGINT NOT NULL,
+            equity_before      DOUBLE,
+            equity_after       DOUBLE,
+            state_after        JSON,
+            tools_offered      TEXT[] NOT NULL,
+            error              TEXT,
+            wall_started_at    TIMESTAMPTZ,
+            wall_ended_at      TIMESTAMPTZ,
+            written_at         TIMESTAMPTZ NOT NULL,
+            extra              JSON NOT NULL,
+            PRIMARY KEY (run_id, account_id, round_index)
+        )""",
+    "messages": f"""
+        CREATE TABLE IF NOT EXISTS messages (
+            run_id        TEXT NOT NULL,
+            account_id    TEXT NOT NULL,
+            round_index   INTEGER NOT NULL,
+            message_index INTEGER NOT NULL,
+            role          TEXT NOT NULL CHECK (role IN {_sql_set(ROLES)}),
+            agent         TEXT NOT NULL,
+            model         TEXT,
+            text          TEXT NOT NULL,
+            reasoning     TEXT,
+            stop_reason   TEXT,
+            input_tokens  BIGINT,
+            output_tokens BIGINT,
+            created_at    TIMESTAMPTZ,
+            PRIMARY KEY (run_id, account_id, round_index, message_index)
+        )""",
+    "tool_calls": """
+        CREATE TABLE IF NOT EXISTS tool_calls (
+            run_id        TEXT NOT NULL,
+            account_id    TEXT NOT NULL,
+            round_index   INTEGER NOT NULL,
+            call_index    INTEGER NOT NULL,
+            tool_call_id  TEXT,
+            message_index INTEGER,
+            agent         TEXT NOT NULL,
+            name          TEXT NOT NULL,
+            arguments     JSON NOT NULL,
+            result        TEXT,
+            error_type    TEXT,
+            error_message TEXT,
+            latency_ms    DOUBLE,
+            in_schema     BOOLEAN,
+            started_at    TIMESTAMPTZ,
+            PRIMARY KEY (run_id, account_id, round_index, call_index)
+        )""",
+    "fills": f"""
+        CREATE TABLE IF NOT EXISTS fills (
+            run_id        TEXT NOT NULL,
+            account_id    TEXT NOT NULL,
+            round_index   INTEGER NOT NULL,
+            fill_index    INTEGER NOT NULL,
+            tool_call_id  TEXT,
+            order_id      TEXT,
+            symbol        TEXT NOT NULL,
+            market        TEXT NOT NULL CHECK (market IN {_sql_set(MARKETS)}),
+            side          TEXT NOT NULL CHECK (side IN {_sql_set(SIDES)}),
+            position_side TEXT,
+            trigger       TEXT NOT NULL,
+            quantity      DOUBLE NOT NULL,
+            price         DOUBLE NOT NULL,
+            notional      DOUBLE NOT NULL,
+            fee           DOUBLE NOT NULL,
+            leverage      DOUBLE NOT NULL,
+            realized_pnl  DOUBLE,
+            equity_after  DOUBLE,
+            cash_after    DOUBLE,
+            state_after   JSON,
+            filled_at     TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (run_id, account_id, round_index, fill_index)
+        )""",
+    "rejections": f"""
+        CREATE TABLE IF NOT EXISTS rejections (
+            run_id          TEXT NOT NULL,
+            account_id      TEXT NOT NULL,
+            round_index     INTEGER NOT NULL,
+            rejection_index INTEGER NOT NULL,
+            tool_call_id    TEXT,
+            symbol          TEXT,
+            market          TEXT CHECK (market IN {_sql_set(MARKETS)}),
+            operation       TEXT,
+            reason_code     TEXT NOT NULL,
+            message         TEXT NOT NULL,
+            request         JSON NOT NULL,
+            rejected_at     TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (run_id, account_id, round_index, rejection_index)
+        )""",
+    "checkpoints": f"""
+        CREATE TABLE IF NOT EXISTS checkpoints (
+            run_id        TEXT NOT NULL,
+            account_id    TEXT NOT NULL,
+            interval      TEXT NOT NULL CHECK (interval IN {_sql_set(INTERVALS)}),
+            period_end    TIMESTAMPTZ NOT NULL,
+            equity_start  DOUBLE NOT NULL,
+            equity_end    DOUBLE NOT NULL,
+            period_return DOUBLE NOT NULL,
+            round_index   INTEGER,
+            PRIMARY KEY (run_id, account_id, interval, period_end)
+        )""",
+    "memory_entries": f"""
+        CREATE TABLE IF NOT EXISTS memory_entries (
+            run_id        TEXT NOT NULL,
+            account_id    TEXT NOT NULL,
+            entry_id      TEXT NOT NULL,
+            market        TEXT NOT NULL CHECK (market IN {_sql_set(MARKETS)}),
+            condition     TEXT NOT NULL,
+            observation   TEXT NOT NULL,
+            rule          TEXT NOT NULL,
+            text          TEXT NOT NULL,
+            embedding     FLOAT[],
+            embedder      TEXT,
+            created_at    TIMESTAMPTZ NOT NULL,
+            created_round INTEGER,
+            PRIMARY KEY (run_id, account_id, entry_id)
+        )""",
+    "memory_events": f"""
+        CREATE TABLE IF NOT EXISTS memory_events (
+            run_id             TEXT NOT NULL,
+            account_id         TEXT NOT NULL,
+            round_index        INTEGER NOT NULL,
+            event_index        INTEGER NOT NULL,
+            kind               TEXT NOT NULL CHECK (kind IN {_sql_set(MEMORY_EVENT_KINDS)}),
+            tool_call_id       TEXT,
+            text               TEXT NOT NULL,
+            results            JSON,
+            accepted           BOOLEAN,
+            reason             TEXT,
+            nearest_similarity DOUBLE,
+            entry_id           TEXT,
+            created_at         TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (run_id, account_id, round_index, event_index)
+        )""",
+    "memory_fragments": """
+        CREATE TABLE IF NOT EXISTS memory_fragments (
+            run_id           TEXT NOT NULL,
+            account_id       TEXT NOT NULL,
+            round_index      INTEGER NOT NULL,
+            fragment_index   INTEGER NOT NULL,
+            tool_call_id     TEXT,
+            market_context   JSON NOT NULL,
+            search_reasoning TEXT,
+            query            TEXT NOT NULL,
+            results          JSON NOT NULL,
+            subsequent       JSON NOT NULL,
+            created_at       TIMESTAMPTZ,
+            PRIMARY KEY (run_id, account_id, round_index, fragment_index)
+        )""",
+    "scores": """
+        CREATE TABLE IF NOT EXISTS scores (
+            run_id          TEXT NOT NULL,
+            account_id      TEXT,
+            scorer          TEXT NOT NULL,
+            metric          TEXT NOT NULL,
+            value           DOUBLE,
+            unscored_reason TEXT,
+            scorer_version  TEXT NOT NULL,
+            rubric_version  TEXT,
+            judge_model     TEXT,
+            subject         TEXT,
+            details         JSON NOT NULL,
+            created_at      TIMESTAMPTZ NOT NULL,
+            CHECK ((value IS NULL) <> (unscored_reason IS NULL))
+        )""",
+}
+
+#: Tables whose rows belong to one round of one account (written by ``write_round``).
+ROUND_CHILD_TABLES: tuple[str, ...] = (
+    "messages",
+    "tool_calls",
+    "fills",
+    "rejections",
+    "memory_events",
+    "memory_fragments",
+)
+
+#: Every table keyed by (run_id, account_id), in the order an account's data is deleted.
+ACCOUNT_TABLES: tuple[str, ...] = (
+    *ROUND_CHILD_TABLES,
+    "checkpoints",
+    "memory_entries",
+    "scores",
+    "rounds",
+    "accounts",
+)
+
+#: Columns holding JSON text, decoded to Python values by the reader.
+JSON_COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": ("task_args", "versions"),
+    "accounts": ("extra",),
+    "rounds": ("state_after", "extra"),
+    "tool_calls": ("arguments",),
+    "fills": ("state_after",),
+    "rejections": ("request",),
+    "memory_events": ("results",),
+    "memory_fragments": ("market_context", "results", "subsequent"),
+    "scores": ("details",),
+}
+
+DATA_TABLES: tuple[str, ...] = tuple(name for name in TABLE_DDL if name != META_TABLE)
+
+
+def configure_connection(conn: duckdb.DuckDBPyConnection) -> None:
+    """Make ``TIMESTAMPTZ`` values come back in UTC on this connection."""
+    conn.execute("SET TimeZone = 'UTC'")
+
+
+def ensure_schema(conn: duckdb.DuckDBPyConnection) -> None:
+    """Create any missing table and record (or check) the schema version.
+
+    Raises :class:`SchemaVersionError` when the file carries a different schema version.
+    """
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        for ddl in TABLE_DDL.values():
+            conn.execute(ddl)
+        conn.execute(
+            f"INSERT INTO {META_TABLE} VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
+            [str(SCHEMA_VERSION)],
+        )
+        check_schema_version(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def stored_schema_version(conn: duckdb.DuckDBPyConnection) -> int | None:
+    """The schema version recorded in the file, or ``None`` if it has no trace-store tables."""
+    present = conn.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [META_TABLE]
+    ).fetchone()
+    if not present or present[0] == 0:
+        return None
+    row = conn.execute(
+        f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'"
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def check_schema_version(conn: duckdb.DuckDBPyConnection) -> None:
+    """Raise :class:`SchemaVersionError` unless the file holds this code's schema version."""
+    found = stored_schema_version(conn)
+    if found is None:
+        raise SchemaVersionError(
+            "the database has no livemace trace-store schema (no schema_version recorded)"
+        )
+    if found != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"the database uses trace schema version {found}; this code reads version "
+            f"{SCHEMA_VERSION}"
+        )
