@@ -175,8 +175,8 @@ def outcome_scorer(interval: str = "1h"):  # noqa: ANN201 - returns an Inspect S
             info = state.metadata.get("livemace")
             if not info:
                 raise RuntimeError("no livemace trajectory recorded for this sample")
-            reader = get_store(info["trace_db"]).reader()
-            equity = reader.equity_series(info["run_id"], info["account_id"], interval)
+            with get_store(info["trace_db"]).reader() as reader:
+                equity = reader.equity_series(info["run_id"], info["account_id"], interval)
             values = compute_outcomes(equity, PERIODS_PER_YEAR[interval])
             return Score(
                 value={key: values[key] for key in HEADLINE_METRICS},

@@ -258,7 +258,8 @@ def _finish_run_if_complete(store: Any, run_id: str, expected: int | None) -> No
     """Close the run once every expected account has completed."""
     if not expected:
         return
-    accounts = store.reader().accounts(run_id)
+    with store.reader() as reader:
+        accounts = reader.accounts(run_id)
     if len(accounts) >= expected and (accounts["status"] == "completed").all():
         store.finish_run(run_id, "completed")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -110,11 +110,9 @@ def scenario_dir() -> Path:
 
 
 def check_name(name: str) -> str:
-    """Return ``name`` if it is a known scenario, else raise ``ValueError`` naming the valid ones."""
+    """Return ``name`` if it is a shipped scenario; otherwise raise ``ValueError`` listing them."""
     if name not in SCENARIO_NAMES:
-        raise ValueError(
-            f"unknown scenario {name!r}; valid scenarios: {', '.join(SCENARIO_NAMES)}"
-        )
+        raise ValueError(f"unknown scenario {name!r}; valid scenarios: {', '.join(SCENARIO_NAMES)}")
     return name
 
 
@@ -144,7 +142,7 @@ def read_scenario(directory: Path, name: str) -> Scenario:
     return Scenario(name, read_bars(paths["bars"]), read_news(paths["news"]), meta)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_scenario(name: str) -> Scenario:
     """Load a shipped scenario by name (cached; the returned frames are shared, do not mutate)."""
     check_name(name)
@@ -156,8 +154,8 @@ _SUFFIXES = {"bars": ".parquet", "news": ".news.jsonl", "meta": ".meta.json"}
 
 __all__ = [
     "BAR_COLUMNS",
-    "NewsItem",
     "SCENARIO_NAMES",
+    "NewsItem",
     "Scenario",
     "list_scenarios",
     "load_scenario",
