@@ -30,6 +30,8 @@ BAR_COLUMNS: tuple[str, ...] = ("symbol", "ts", "open", "high", "low", "close", 
 
 NewsMarket = Literal["crypto", "us", "macro"]
 
+_SUFFIXES = {"bars": ".parquet", "news": ".news.jsonl", "meta": ".meta.json"}
+
 
 @dataclass(frozen=True)
 class NewsItem:
@@ -150,8 +152,6 @@ def load_scenario(name: str) -> Scenario:
         return read_scenario(Path(directory), name)
 
 
-_SUFFIXES = {"bars": ".parquet", "news": ".news.jsonl", "meta": ".meta.json"}
-
 __all__ = [
     "BAR_COLUMNS",
     "SCENARIO_NAMES",
@@ -159,5 +159,6 @@ __all__ = [
     "Scenario",
     "list_scenarios",
     "load_scenario",
+    "read_scenario",
     "scenario_dir",
 ]
