@@ -69,13 +69,19 @@ def _outcome_table(outcomes: dict[str, dict[str, float]]) -> str:
     from scorers.outcomes import OUTCOME_KEYS
 
     percent = {"return", "swr", "mdd", "tail_loss", "volatility"}
+    counts = {"sharp_losses", "sharp_gains", "max_loss_streak"}
     header = f"{'metric':<16}" + "".join(f"{k:>12}" for k in outcomes)
     lines = [header]
     for key in OUTCOME_KEYS:
         cells = []
         for interval in outcomes:
             value = outcomes[interval][key]
-            cells.append(f"{value * 100:>11.3f}%" if key in percent else f"{value:>12.3f}")
+            if key in percent:
+                cells.append(f"{value * 100:>11.3f}%")
+            elif key in counts:
+                cells.append(f"{int(value):>12d}")
+            else:
+                cells.append(f"{value:>12.3f}")
         lines.append(f"{key:<16}" + "".join(cells))
     return "\n".join(lines)
 

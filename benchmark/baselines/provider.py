@@ -4,7 +4,8 @@ Each model reads the market and the account through the real tools and trades on
 ``execute_trade``, so an offline run exercises the whole harness. Per round:
 
 1. gather: ``get_account_state`` and ``get_market_snapshot`` for every symbol of the universe
-   (``baseline/reflective`` also calls ``memory_search``);
+   (``baseline/reflective`` also calls ``memory_search``), at most :data:`CALLS_PER_TURN` calls
+   per response so that the harness's per-response cap is never hit;
 2. trade: the strategy turns those answers into orders, sent as ``execute_trade`` calls in
    chunks of at most :data:`ORDERS_PER_TURN` per response;
 3. finish: reply ``<TRADE_DONE>`` (``baseline/reflective`` first stores a rule with
@@ -38,6 +39,8 @@ from benchmark.baselines.strategies import STRATEGIES, Observation, Strategy, ma
 from benchmark.market.orders import OrderRequest
 
 ORDERS_PER_TURN = 8
+CALLS_PER_TURN = 12
+GATHER_TURNS = 4
 TRADE_DONE = "<TRADE_DONE>"
 MODELS = (*STRATEGIES, "reflective")
 
@@ -164,9 +167,15 @@ class BaselineModel(ModelAPI):
         _, state = self._account(input, config)
         assistants = [m for m in input if isinstance(m, ChatMessageAssistant)]
         reflective = self.model_name == "reflective" and "memory_search" in tool_names
-        if not assistants:
-            return self._gather(input, state, reflective)
-        results = _tool_results(input)
+        results = _tool_results(input) if assistants else {}
+        wanted = self._wanted_calls(input, reflective)
+        seen = {_key(m.function, {}) for m in input if isinstance(m, ChatMessageTool)}
+        seen |= {_key("get_market_snapshot", r) for r in results.get("get_market_snapshot", [])}
+        missing = [c for c in wanted if _key(*c) not in seen]
+        if missing and len(assistants) < GATHER_TURNS:
+            chunk = missing[:CALLS_PER_TURN]
+            calls = [self._call(state, name, **args) for name, args in chunk]
+            return self._reply(calls, "Reading the account and the market before deciding.")
         if "get_account_state" not in results:
             return self._reply([], TRADE_DONE)
         obs = observation_from_tools(results)
@@ -184,16 +193,18 @@ class BaselineModel(ModelAPI):
             return self._reply([self._reflection(state, obs)], "The last round lost money; storing a rule.")
         return self._reply([], TRADE_DONE)
 
-    def _gather(self, input: list[ChatMessage], state: _Account, reflective: bool) -> ModelOutput:
+    def _wanted_calls(self, input: list[ChatMessage], reflective: bool) -> list[tuple[str, dict[str, Any]]]:
+        """The read-only calls of a round: account, one snapshot per symbol, maybe memory."""
         system = input[0].text if input else ""
-        crypto = _split(_CRYPTO.search(system))
-        us = _split(_US.search(system))
-        calls = [self._call(state, "get_account_state")]
-        calls += [self._call(state, "get_market_snapshot", symbol=s) for s in crypto + us]
+        symbols = _split(_CRYPTO.search(system)) + _split(_US.search(system))
+        calls: list[tuple[str, dict[str, Any]]] = [("get_account_state", {})]
+        calls += [("get_market_snapshot", {"symbol": s}) for s in symbols]
         if reflective:
-            calls.append(self._call(state, "memory_search",
-                                    query="crypto momentum after a strong 24h move; when to cut a losing position"))
-        return self._reply(calls, "Reading the account and the market before deciding.")
+            calls.append(("memory_search", {
+                "query": "crypto momentum after a strong 24h move; when to cut a losing position",
+                "market": "crypto",
+            }))
+        return calls
 
     def _reflection(self, state: _Account, obs: Observation) -> ToolCall:
         movers = sorted(
@@ -212,6 +223,13 @@ class BaselineModel(ModelAPI):
             rule=f"After a {size} {direction} in {symbol}, size new momentum entries at half the "
                  "usual amount and wait for a second confirming round before adding",
         )
+
+
+def _key(function: str, arguments: dict[str, Any]) -> str:
+    """Identity of a gathering call: snapshots per symbol, other tools by name."""
+    if function == "get_market_snapshot":
+        return f"{function}:{arguments.get('symbol', '?')}"
+    return function
 
 
 def _lost(state: _Account, obs: Observation) -> bool:

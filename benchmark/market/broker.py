@@ -67,7 +67,8 @@ class Position:
 
     @property
     def leverage(self) -> float:
-        return self.quantity * self.entry_price / self.margin if self.margin > 0 else 0.0
+        # rounded so that float noise never reports 0.9999999999x for an unleveraged position
+        return round(self.quantity * self.entry_price / self.margin, 9) if self.margin > 0 else 0.0
 
     def unrealized_pnl(self, price: float) -> float:
         sign = 1.0 if self.direction == "long" else -1.0

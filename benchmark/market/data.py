@@ -266,8 +266,28 @@ class PointInTimeData:
         if limit is not None and limit < 1:
             raise DataError("limit must be a positive integer")
         n = self._visible_count(symbol)
-        visible = self._series[symbol].frame.iloc[:n]
+        series = self._series[symbol]
         now = self.now
+        hi = n
+        if end is not None:
+            # bars opening after min(end, now) are excluded (for aggregates: after their bucket)
+            cutoff = min(as_utc(end), now)
+            if step != base:
+                cutoff = cutoff.floor(step) + step - base
+            hi = min(hi, int(np.searchsorted(series.frame.index.asi8, cutoff.value, side="right")))
+        lo = 0
+        if start is not None:
+            first = as_utc(start)
+            if step != base:
+                first = first.floor(step)
+            lo = int(np.searchsorted(series.frame.index.asi8, first.value, side="left"))
+        if limit is not None and step == base:
+            lo = max(lo, hi - limit)
+        elif limit is not None:
+            # enough base bars for ``limit`` buckets plus one partial bucket on each side
+            span = (limit + 2) * int(step / base)
+            lo = max(lo, hi - span)
+        visible = series.frame.iloc[lo:max(lo, hi)]
         if step != base:
             visible = _resample(visible, step)
             visible = visible[visible.index + step <= now]
@@ -287,11 +307,20 @@ class PointInTimeData:
         market = self.market_of(symbol)
         price = self.price(symbol)
         now = self.now
-        day = self.bars(symbol, start=now - pd.Timedelta(hours=24))
-        prior = self.bars(symbol, end=now - pd.Timedelta(hours=24) - self.bar_interval, limit=1)
+        series = self._series[symbol]
+        n = self._visible_count(symbol)
+        day_ago = (now - pd.Timedelta(hours=24)).value
+        open_ns = series.close_ns - self.bar_interval.value
+        lo = int(np.searchsorted(open_ns[:n], day_ago, side="left"))
+        frame = series.frame
+        highs = frame["high"].to_numpy()[lo:n]
+        lows = frame["low"].to_numpy()[lo:n]
+        volume = frame["volume"].to_numpy()[lo:n]
+        # reference: the last close at or before 24 h ago
+        k = int(np.searchsorted(series.close_ns[:n], day_ago, side="right"))
         change = None
-        if len(prior):
-            reference = float(prior["close"].iloc[-1])
+        if k > 0:
+            reference = float(series.close[k - 1])
             change = price / reference - 1.0 if reference > 0 else None
         return Snapshot(
             symbol=symbol,
@@ -300,9 +329,9 @@ class PointInTimeData:
             price=price,
             price_time=self.price_time(symbol),
             change_24h=change,
-            high_24h=float(day["high"].max()) if len(day) else None,
-            low_24h=float(day["low"].min()) if len(day) else None,
-            volume_24h=float(day["volume"].sum()) if len(day) else 0.0,
+            high_24h=float(highs.max()) if highs.size else None,
+            low_24h=float(lows.min()) if lows.size else None,
+            volume_24h=float(volume.sum()) if volume.size else 0.0,
             market_open=is_open(market, now),
         )
 
@@ -332,14 +361,27 @@ class PointInTimeData:
 
 
 def _resample(bars: pd.DataFrame, step: pd.Timedelta) -> pd.DataFrame:
-    """UTC-aligned OHLCV buckets of ``step`` from consecutive base bars; empty buckets dropped."""
+    """UTC-aligned OHLCV buckets of ``step`` (epoch origin) from consecutive base bars.
+
+    Empty buckets do not appear. Implemented with ``numpy.ufunc.reduceat`` over bucket starts.
+    """
     if bars.empty:
         return bars
-    grouped = bars.resample(step, origin="epoch", label="left", closed="left")
-    out = grouped.agg(
-        {"open": "first", "high": "max", "low": "min", "close": "last", "volume": "sum"}
+    stamps = bars.index.asi8
+    buckets = stamps - stamps % step.value
+    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
+    ends = np.r_[starts[1:], stamps.size] - 1
+    index = pd.DatetimeIndex(buckets[starts], tz="UTC", name=bars.index.name).as_unit("ns")
+    return pd.DataFrame(
+        {
+            "open": bars["open"].to_numpy()[starts],
+            "high": np.maximum.reduceat(bars["high"].to_numpy(), starts),
+            "low": np.minimum.reduceat(bars["low"].to_numpy(), starts),
+            "close": bars["close"].to_numpy()[ends],
+            "volume": np.add.reduceat(bars["volume"].to_numpy(), starts),
+        },
+        index=index,
     )
-    return out.dropna(subset=["open"])
 
 
 # -- loading ---------------------------------------------------------------------------------
