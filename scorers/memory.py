@@ -1,0 +1,506 @@
+"""Memory metric family: MCQ, MUQ, ΔMDD_norm, ΔTL_norm and the Memory Score (MS).
+
+Definitions (SPEC §5, "Memory"):
+
+* **MCQ** (memory content quality): judges rate sampled memory entries on generalizability,
+  information density and diversity contribution (integers 0–5). Per entry the three are
+  averaged; the mean over entries is divided by 5.
+* **MUQ** (memory usage quality): judges rate sampled ``memory_search`` fragments on retrieval
+  timing and memory adoption (0–5). Per fragment the two are averaged; the mean is divided by 5.
+* Reported MCQ/MUQ are the mean over the judges that produced a value.
+* **ΔMDD** and **ΔTL**: how much the memory account improved on its matched memory-free account
+  (same market trajectory), each min–max normalised across the evaluated models.
+* **MS** = mean(MCQ, MUQ, ΔMDD_norm, ΔTL_norm).
+
+Unscored items and judges are left out of means and reported with a reason; an unscored value
+is ``None``, never 0.
+
+The module is mostly pure functions; the two coroutines at the end (:func:`score_memory_content`,
+:func:`score_memory_usage`) are the thin layer that calls judge models through Inspect.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar
+
+import numpy as np
+import pandas as pd
+from inspect_ai.model import Model
+from inspect_ai.util import collect
+
+from scorers.judges import (
+    JudgeResult,
+    ParseOutcome,
+    Rubric,
+    load_rubric,
+    parse_judge_json,
+    run_judge,
+)
+
+__all__ = [
+    "CONTENT_DIMENSIONS",
+    "CONTENT_FIELDS",
+    "NEUTRAL_NORMALISED",
+    "SCALE_MAX",
+    "SCORER_VERSION",
+    "USAGE_DIMENSIONS",
+    "USAGE_FIELDS",
+    "MemoryInputs",
+    "MemoryResult",
+    "combine_judges",
+    "content_payload",
+    "delta_mdd",
+    "delta_tail_loss",
+    "mcq_from_scores",
+    "memory_score",
+    "memory_scores_across_models",
+    "minmax_normalise",
+    "muq_from_scores",
+    "parse_content_reply",
+    "parse_usage_reply",
+    "sample_items",
+    "score_memory_content",
+    "score_memory_usage",
+    "usage_payload",
+]
+
+SCORER_VERSION = "memory-1.0"
+SCALE_MAX = 5
+CONTENT_DIMENSIONS: tuple[str, ...] = (
+    "generalizability",
+    "information_density",
+    "diversity_contribution",
+)
+USAGE_DIMENSIONS: tuple[str, ...] = ("retrieval_timing", "memory_adoption")
+CONTENT_FIELDS: tuple[str, ...] = ("id", "condition", "observation", "rule")
+USAGE_FIELDS: tuple[str, ...] = (
+    "id",
+    "market_context",
+    "search_reasoning",
+    "query",
+    "results",
+    "subsequent",
+)
+CONTENT_RUBRIC = "memory_content"
+USAGE_RUBRIC = "memory_usage"
+NEUTRAL_NORMALISED = 0.5
+"""Value :func:`minmax_normalise` gives every model when the values have no spread."""
+
+T = TypeVar("T")
+Records: TypeAlias = Sequence[Mapping[str, Any]] | pd.DataFrame
+ItemScores: TypeAlias = Mapping[Any, Mapping[str, int]]
+
+
+# --------------------------------------------------------------------------------------------
+# Sampling
+# --------------------------------------------------------------------------------------------
+
+
+def sample_items(items: Sequence[T], n: int | None, seed: int) -> list[T]:
+    """Pick ``n`` items without replacement, deterministically for a given ``seed``.
+
+    Uses ``numpy.random.default_rng(seed)``. The chosen items keep their original order (the
+    judge then reads entries chronologically). ``n=None`` or ``n >= len(items)`` keeps all.
+    """
+    if n is None or n >= len(items):
+        return list(items)
+    if n < 0:
+        raise ValueError(f"sample size must be non-negative, got {n}")
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(len(items), size=n, replace=False))
+    return [items[int(i)] for i in chosen]
+
+
+# --------------------------------------------------------------------------------------------
+# Judge scores -> MCQ / MUQ
+# --------------------------------------------------------------------------------------------
+
+
+def _normalised_mean(per_item: ItemScores, dims: Sequence[str]) -> float | None:
+    """Mean over items of the mean over ``dims``, divided by :data:`SCALE_MAX`."""
+    if not per_item:
+        return None
+    item_means = []
+    for item_id, scores in per_item.items():
+        missing = [d for d in dims if d not in scores]
+        if missing:
+            raise ValueError(f"item {item_id!r} lacks dimension(s) {missing}")
+        for dim in dims:
+            if not 0 <= scores[dim] <= SCALE_MAX:
+                raise ValueError(f"item {item_id!r}: {dim}={scores[dim]} is outside 0..{SCALE_MAX}")
+        item_means.append(sum(scores[d] for d in dims) / len(dims))
+    return sum(item_means) / len(item_means) / SCALE_MAX
+
+
+def mcq_from_scores(per_entry: ItemScores) -> float | None:
+    """MCQ in [0, 1] from one judge's scores; ``None`` when no entry was scored."""
+    return _normalised_mean(per_entry, CONTENT_DIMENSIONS)
+
+
+def muq_from_scores(per_fragment: ItemScores) -> float | None:
+    """MUQ in [0, 1] from one judge's scores; ``None`` when no fragment was scored."""
+    return _normalised_mean(per_fragment, USAGE_DIMENSIONS)
+
+
+def combine_judges(values: Mapping[str, float | None]) -> float | None:
+    """Mean of the judges that produced a value; ``None`` when none did."""
+    scored = [v for v in values.values() if v is not None]
+    return sum(scored) / len(scored) if scored else None
+
+
+# --------------------------------------------------------------------------------------------
+# Outcome deltas and normalisation
+# --------------------------------------------------------------------------------------------
+
+
+def _require_finite(name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def delta_mdd(mdd_memory: float, mdd_free: float) -> float:
+    """Change in maximum drawdown from the memory-free to the memory account.
+
+    MDD is ``min_t V_t / max_{s<=t} V_s - 1`` and therefore ``<= 0`` (a 20% drawdown is -0.20).
+    ``mdd_memory - mdd_free`` is positive when the memory account's worst decline was smaller:
+    -0.10 against -0.20 gives +0.10. Positive MDD values are rejected, since they signal a
+    drawdown passed as a positive magnitude, which would flip the sign of the result.
+    """
+    for name, value in (("mdd_memory", mdd_memory), ("mdd_free", mdd_free)):
+        _require_finite(name, value)
+        if value > 0:
+            raise ValueError(f"{name} must be <= 0 (drawdown as a negative return), got {value}")
+    return mdd_memory - mdd_free
+
+
+def delta_tail_loss(tl_memory: float, tl_free: float) -> float:
+    """Change in TailLoss from the memory-free to the memory account.
+
+    TailLoss is the signed mean of the worst 5% of interval returns (usually negative, e.g.
+    -0.03). ``tl_memory - tl_free`` is positive when the memory account's bad intervals lost
+    less: -0.02 against -0.03 gives +0.01.
+    """
+    _require_finite("tl_memory", tl_memory)
+    _require_finite("tl_free", tl_free)
+    return tl_memory - tl_free
+
+
+def minmax_normalise(values: Mapping[str, float]) -> dict[str, float]:
+    """Rescale values across models to [0, 1]: ``(x - min) / (max - min)``.
+
+    When every value is equal (including the single-model case) the spread is zero and the
+    data cannot tell the models apart. Each model then gets :data:`NEUTRAL_NORMALISED` (0.5),
+    the midpoint of the scale: 0 or 1 would claim the worst or best possible improvement from
+    no evidence and move MS by a quarter point, while 0.5 contributes a neutral, comparable term.
+    """
+    for key, value in values.items():
+        _require_finite(f"value for {key!r}", value)
+    if not values:
+        return {}
+    low, high = min(values.values()), max(values.values())
+    if high == low:
+        return {key: NEUTRAL_NORMALISED for key in values}
+    return {key: (value - low) / (high - low) for key, value in values.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Memory Score
+# --------------------------------------------------------------------------------------------
+
+
+def memory_score(
+    mcq: float | None,
+    muq: float | None,
+    dmdd_norm: float | None,
+    dtl_norm: float | None,
+) -> float | None:
+    """MS = equal-weight mean of the four components; ``None`` when any component is missing."""
+    parts = (("MCQ", mcq), ("MUQ", muq), ("ΔMDD_norm", dmdd_norm), ("ΔTL_norm", dtl_norm))
+    present = [(name, value) for name, value in parts if value is not None]
+    if len(present) < len(parts):
+        return None
+    for name, value in present:
+        _require_finite(name, value)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1], got {value}")
+    return sum(value for _, value in present) / len(present)
+
+
+@dataclass(frozen=True)
+class MemoryInputs:
+    """Per-model inputs to the Memory Score.
+
+    ``mcq``/``muq`` are judge-combined values in [0, 1] (``None`` if unscored). The outcome
+    fields are the 1 h MDD and TailLoss of the memory account and of its matched memory-free
+    account; ``None`` when that account is unavailable.
+    """
+
+    mcq: float | None
+    muq: float | None
+    mdd_memory: float | None
+    mdd_free: float | None
+    tail_loss_memory: float | None
+    tail_loss_free: float | None
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    """Memory metrics of one model after cross-model normalisation.
+
+    ``reason`` explains a ``None`` MS (or a ``None`` component); it is ``None`` when complete.
+    """
+
+    mcq: float | None
+    muq: float | None
+    delta_mdd: float | None
+    delta_tail_loss: float | None
+    delta_mdd_norm: float | None
+    delta_tail_loss_norm: float | None
+    ms: float | None
+    reason: str | None
+    scorer_version: str = SCORER_VERSION
+
+
+def _deltas(inputs: MemoryInputs) -> tuple[float | None, float | None]:
+    dmdd = (
+        delta_mdd(inputs.mdd_memory, inputs.mdd_free)
+        if inputs.mdd_memory is not None and inputs.mdd_free is not None
+        else None
+    )
+    dtl = (
+        delta_tail_loss(inputs.tail_loss_memory, inputs.tail_loss_free)
+        if inputs.tail_loss_memory is not None and inputs.tail_loss_free is not None
+        else None
+    )
+    return dmdd, dtl
+
+
+def _missing_reasons(inputs: MemoryInputs, dmdd: float | None, dtl: float | None) -> list[str]:
+    reasons = []
+    if inputs.mcq is None:
+        reasons.append("MCQ unscored")
+    if inputs.muq is None:
+        reasons.append("MUQ unscored")
+    if dmdd is None:
+        reasons.append("ΔMDD unavailable (memory or memory-free MDD missing)")
+    if dtl is None:
+        reasons.append("ΔTL unavailable (memory or memory-free TailLoss missing)")
+    return reasons
+
+
+def memory_scores_across_models(per_model: Mapping[str, MemoryInputs]) -> dict[str, MemoryResult]:
+    """Compute every model's memory metrics; the entry point whenever models are compared.
+
+    ΔMDD and ΔTL are min–max normalised over the models that have them (see
+    :func:`minmax_normalise` for the no-spread case), so adding or removing a model can change
+    the other models' normalised values and MS. MS is ``None``, with a reason, for a model
+    whose MCQ, MUQ or outcome deltas are missing.
+    """
+    deltas = {model: _deltas(inputs) for model, inputs in per_model.items()}
+    mdd_norm = minmax_normalise({m: d[0] for m, d in deltas.items() if d[0] is not None})
+    tl_norm = minmax_normalise({m: d[1] for m, d in deltas.items() if d[1] is not None})
+    results: dict[str, MemoryResult] = {}
+    for model, inputs in per_model.items():
+        dmdd, dtl = deltas[model]
+        reasons = _missing_reasons(inputs, dmdd, dtl)
+        results[model] = MemoryResult(
+            mcq=inputs.mcq,
+            muq=inputs.muq,
+            delta_mdd=dmdd,
+            delta_tail_loss=dtl,
+            delta_mdd_norm=mdd_norm.get(model),
+            delta_tail_loss_norm=tl_norm.get(model),
+            ms=memory_score(inputs.mcq, inputs.muq, mdd_norm.get(model), tl_norm.get(model)),
+            reason="; ".join(reasons) if reasons else None,
+        )
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Judge payloads and reply parsing
+# --------------------------------------------------------------------------------------------
+
+
+def _as_records(rows: Records) -> list[dict[str, Any]]:
+    if isinstance(rows, pd.DataFrame):
+        return [dict(r) for r in rows.to_dict(orient="records")]
+    return [dict(r) for r in rows]
+
+
+def _check_fields(records: Sequence[Mapping[str, Any]], fields: Sequence[str], kind: str) -> None:
+    seen: set[str] = set()
+    for position, record in enumerate(records):
+        missing = [f for f in fields if f not in record]
+        if missing:
+            raise ValueError(f"{kind} #{position} lacks field(s) {missing}")
+        key = str(record["id"])
+        if key in seen:
+            raise ValueError(f"{kind} id {record['id']!r} occurs more than once")
+        seen.add(key)
+
+
+def _json_default(value: Any) -> Any:
+    """JSON fallback for values that come out of DataFrames and the trace store."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def _payload(records: Sequence[Mapping[str, Any]], fields: Sequence[str], list_key: str) -> str:
+    body = {list_key: [{f: record[f] for f in fields} for record in records]}
+    return json.dumps(body, ensure_ascii=False, indent=1, default=_json_default)
+
+
+def content_payload(entries: Records) -> str:
+    """JSON the content judge receives: ``{"memories": [{id, condition, observation, rule}]}``."""
+    records = _as_records(entries)
+    _check_fields(records, CONTENT_FIELDS, "memory entry")
+    return _payload(records, CONTENT_FIELDS, "memories")
+
+
+def usage_payload(fragments: Records) -> str:
+    """JSON the usage judge receives: ``{"fragments": [{id, market_context, search_reasoning,
+    query, results, subsequent}]}``."""
+    records = _as_records(fragments)
+    _check_fields(records, USAGE_FIELDS, "memory_search fragment")
+    return _payload(records, USAGE_FIELDS, "fragments")
+
+
+def parse_content_reply(text: str, expected_ids: Sequence[str | int]) -> ParseOutcome:
+    """Validate a content judge reply (``{"memories": [{id, 3 dimensions}]}``)."""
+    return parse_judge_json(text, "memories", CONTENT_DIMENSIONS, expected_ids, 0, SCALE_MAX)
+
+
+def parse_usage_reply(text: str, expected_ids: Sequence[str | int]) -> ParseOutcome:
+    """Validate a usage judge reply (``{"fragments": [{id, 2 dimensions}]}``)."""
+    return parse_judge_json(text, "fragments", USAGE_DIMENSIONS, expected_ids, 0, SCALE_MAX)
+
+
+# --------------------------------------------------------------------------------------------
+# Inspect-facing coroutines
+# --------------------------------------------------------------------------------------------
+
+
+async def score_memory_content(
+    entries: Records,
+    judges: Sequence[tuple[str, Model]],
+    n: int | None,
+    seed: int,
+    max_attempts: int = 3,
+) -> dict[str, Any]:
+    """Judge a sample of memory entries with every judge and compute MCQ.
+
+    Returns the record described in :func:`_judged_metric` with ``metric="mcq"``.
+    """
+    return await _judged_metric(
+        metric="mcq",
+        records=_as_records(entries),
+        judges=judges,
+        n=n,
+        seed=seed,
+        max_attempts=max_attempts,
+        rubric=load_rubric(CONTENT_RUBRIC),
+        build_payload=content_payload,
+        parse=parse_content_reply,
+        reduce=mcq_from_scores,
+        kind="memory entries",
+    )
+
+
+async def score_memory_usage(
+    fragments: Records,
+    judges: Sequence[tuple[str, Model]],
+    n: int | None,
+    seed: int,
+    max_attempts: int = 3,
+) -> dict[str, Any]:
+    """Judge a sample of ``memory_search`` fragments with every judge and compute MUQ.
+
+    Returns the record described in :func:`_judged_metric` with ``metric="muq"``.
+    """
+    return await _judged_metric(
+        metric="muq",
+        records=_as_records(fragments),
+        judges=judges,
+        n=n,
+        seed=seed,
+        max_attempts=max_attempts,
+        rubric=load_rubric(USAGE_RUBRIC),
+        build_payload=usage_payload,
+        parse=parse_usage_reply,
+        reduce=muq_from_scores,
+        kind="memory_search fragments",
+    )
+
+
+async def _judged_metric(
+    *,
+    metric: str,
+    records: list[dict[str, Any]],
+    judges: Sequence[tuple[str, Model]],
+    n: int | None,
+    seed: int,
+    max_attempts: int,
+    rubric: Rubric,
+    build_payload: Callable[[Records], str],
+    parse: Callable[[str, Sequence[str | int]], ParseOutcome],
+    reduce: Callable[[ItemScores], float | None],
+    kind: str,
+) -> dict[str, Any]:
+    """Sample, ask each judge once (with retries) and reduce to a judge-averaged value.
+
+    The returned dict holds: ``metric``, ``value`` (judge mean or ``None``), ``reason`` (why
+    ``value`` is ``None``), ``per_judge`` (label -> judge_model, value, n_scored, unscored
+    reasons, attempts, per-item scores), ``n_available``, ``n_sampled``, ``sample_ids``,
+    ``sample_size``, ``seed``, ``rubric``, ``rubric_version`` and ``scorer_version``.
+    """
+    if not judges:
+        raise ValueError("at least one judge model is required (see scorers.judges.judge_models)")
+    sample = sample_items(records, n, seed)
+    ids = [str(r["id"]) for r in sample]
+    record: dict[str, Any] = {
+        "metric": metric,
+        "value": None,
+        "reason": None,
+        "per_judge": {},
+        "n_available": len(records),
+        "n_sampled": len(sample),
+        "sample_ids": ids,
+        "sample_size": n,
+        "seed": seed,
+        "rubric": rubric.name,
+        "rubric_version": rubric.version,
+        "scorer_version": SCORER_VERSION,
+    }
+    if not sample:
+        record["reason"] = f"no {kind} to judge"
+        return record
+    payload = build_payload(sample)
+    results: list[JudgeResult] = await collect(
+        *(
+            run_judge(model, rubric, payload, lambda text: parse(text, ids), max_attempts)
+            for _, model in judges
+        )
+    )
+    values: dict[str, float | None] = {}
+    for (label, _), result in zip(judges, results, strict=True):
+        values[label] = reduce(result.scores)
+        record["per_judge"][label] = {
+            "judge_model": result.judge_model,
+            "value": values[label],
+            "n_scored": len(result.scores),
+            "unscored": result.unscored,
+            "attempts": result.attempts,
+            "problems": result.problems,
+            "scores": result.scores,
+        }
+    record["value"] = combine_judges(values)
+    if record["value"] is None:
+        record["reason"] = f"no judge produced a valid score for any of the sampled {kind}"
+    return record

@@ -1,0 +1,1 @@
+"""Judge rubric documents (``*.md`` with a ``version`` header), read by ``scorers.judges``."""
