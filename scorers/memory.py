@@ -504,3 +504,191 @@ async def _judged_metric(
     if record["value"] is None:
         record["reason"] = f"no judge produced a valid score for any of the sampled {kind}"
     return record
+
+
+# --------------------------------------------------------------------------------------------
+# Inspect adapter: the `memory` scorer and its run-level metrics
+# --------------------------------------------------------------------------------------------
+
+MEMORY_ARM = "memory"
+FREE_ARM = "memory_free"
+COUNT_KEYS = ("searches", "adds", "store_size", "rejected_duplicates")
+
+
+def _nan_if_none(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _arm_values(scores: Sequence[Any], arm: str, key: str) -> list[float]:
+    values = []
+    for sample in scores:
+        score = getattr(sample, "score", sample)  # SampleScore or Score
+        if (score.metadata or {}).get("arm", MEMORY_ARM) != arm:
+            continue
+        value = score.value.get(key) if isinstance(score.value, dict) else None
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            values.append(float(value))
+    return values
+
+
+def _mean_or_nan(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if values else float("nan")
+
+
+def run_memory_inputs(scores: Sequence[Any]) -> MemoryInputs:
+    """The run's memory inputs from its per-sample scores (memory and memory-free arms)."""
+
+    def one(arm: str, key: str) -> float | None:
+        values = _arm_values(scores, arm, key)
+        return float(np.mean(values)) if values else None
+
+    return MemoryInputs(
+        mcq=one(MEMORY_ARM, "mcq"), muq=one(MEMORY_ARM, "muq"),
+        mdd_memory=one(MEMORY_ARM, "mdd"), mdd_free=one(FREE_ARM, "mdd"),
+        tail_loss_memory=one(MEMORY_ARM, "tail_loss"), tail_loss_free=one(FREE_ARM, "tail_loss"),
+    )
+
+
+def _metrics() -> list[Any]:
+    from inspect_ai.scorer import metric
+
+    def arm_mean(key: str, arm: str = MEMORY_ARM) -> Any:
+        @metric(name=key)
+        def _metric() -> Any:
+            return lambda scores: _mean_or_nan(_arm_values(scores, arm, key))
+
+        return _metric()
+
+    @metric(name="delta_mdd")
+    def delta_mdd_metric() -> Any:
+        def compute(scores: Any) -> float:
+            inputs = run_memory_inputs(scores)
+            return _nan_if_none(_deltas(inputs)[0])
+
+        return compute
+
+    @metric(name="delta_tail_loss")
+    def delta_tl_metric() -> Any:
+        def compute(scores: Any) -> float:
+            inputs = run_memory_inputs(scores)
+            return _nan_if_none(_deltas(inputs)[1])
+
+        return compute
+
+    @metric(name="ms")
+    def ms_metric() -> Any:
+        def compute(scores: Any) -> float:
+            result = memory_scores_across_models({"run": run_memory_inputs(scores)})["run"]
+            return _nan_if_none(result.ms)
+
+        return compute
+
+    return [
+        arm_mean("mcq"), arm_mean("muq"), delta_mdd_metric(), delta_tl_metric(), ms_metric(),
+        *(arm_mean(key) for key in COUNT_KEYS),
+    ]
+
+
+def memory_scorer(
+    content_sample: int | None = 20,
+    usage_sample: int | None = 20,
+    seed: int = 0,
+    interval: str = "1h",
+) -> Any:
+    """Inspect scorer of the memory configuration.
+
+    Per sample: the account's 1 h MDD and TailLoss, its memory counters (searches, adds, store
+    size, rejected duplicates) and, for the memory arm, MCQ and MUQ from every configured judge
+    role (``judge``, ``judge_2``, ``judge_3``; at least ``judge`` is needed, otherwise MCQ and
+    MUQ are unscored with that reason). Every value is also written to the trace store's
+    ``scores`` table with the scorer and rubric versions and the judge model. Run-level metrics:
+    MCQ, MUQ, ΔMDD, ΔTL, MS (within one run the normalised deltas are the neutral 0.5; compare
+    models with ``livemace memory-report``) and mean counters.
+    """
+    from inspect_ai.scorer import Score, Target, scorer
+    from inspect_ai.solver import TaskState
+
+    from scorers.judges import JudgeRoleError, judge_models
+    from scorers.outcomes import PERIODS_PER_YEAR, compute_outcomes
+    from traces.records import ScoreRecord
+    from traces.store import get_store
+
+    @scorer(metrics=_metrics(), name="memory")
+    def _memory() -> Any:
+        async def score(state: TaskState, target: Target) -> Score:
+            info = state.metadata.get("livemace")
+            if not info:
+                raise RuntimeError("no livemace trajectory recorded for this sample")
+            run_id, account_id = info["run_id"], info["account_id"]
+            arm = state.metadata.get("arm", MEMORY_ARM)
+            store = get_store(info["trace_db"])
+            with store.reader() as reader:
+                equity = reader.equity_series(run_id, account_id, interval)
+                entries = reader.memory_entries(run_id, account_id)
+                events = reader.memory_events(run_id, account_id)
+                fragments = reader.fragments(run_id, account_id)
+            outcomes = compute_outcomes(equity, PERIODS_PER_YEAR[interval])
+            adds = events[events["kind"] == "add"] if len(events) else events
+            value: dict[str, float] = {
+                "mdd": outcomes["mdd"], "tail_loss": outcomes["tail_loss"],
+                "searches": float((events["kind"] == "search").sum()) if len(events) else 0.0,
+                "adds": float(len(adds)),
+                "store_size": float(len(entries)),
+                "rejected_duplicates": float((adds["accepted"] == False).sum()) if len(adds) else 0.0,  # noqa: E712
+                "mcq": float("nan"), "muq": float("nan"),
+            }
+            judged: dict[str, Any] = {}
+            unscored: dict[str, str] = {}
+            if arm == MEMORY_ARM:
+                try:
+                    judges = judge_models()
+                except JudgeRoleError as exc:
+                    judges, unscored["mcq"], unscored["muq"] = [], str(exc), str(exc)
+                if judges:
+                    content = [
+                        {"id": r["entry_id"], "condition": r["condition"],
+                         "observation": r["observation"], "rule": r["rule"]}
+                        for r in entries.to_dict(orient="records")
+                    ]
+                    usage = [
+                        {"id": r.get("tool_call_id") or f"fragment-{i}",
+                         "market_context": r["market_context"],
+                         "search_reasoning": r["search_reasoning"] or "", "query": r["query"],
+                         "results": r["results"], "subsequent": r["subsequent"]}
+                        for i, r in enumerate(fragments.to_dict(orient="records"))
+                    ]
+                    judged["mcq"] = await score_memory_content(content, judges, content_sample, seed)
+                    judged["muq"] = await score_memory_usage(usage, judges, usage_sample, seed)
+                    for key, result in judged.items():
+                        if result["value"] is None:
+                            unscored[key] = result["reason"] or "no judge produced a value"
+                        else:
+                            value[key] = float(result["value"])
+            rows = []
+            for key, number in value.items():
+                judged_result = judged.get(key)
+                missing = math.isnan(number)
+                rows.append(ScoreRecord(
+                    run_id=run_id, account_id=account_id, scorer="memory", metric=key,
+                    value=None if missing else number,
+                    unscored_reason=(unscored.get(key) or "not applicable to the memory-free arm")
+                    if missing else None,
+                    scorer_version=SCORER_VERSION,
+                    rubric_version=None if judged_result is None else judged_result["rubric_version"],
+                    judge_model=None if judged_result is None else ",".join(
+                        j["judge_model"] for j in judged_result["per_judge"].values()
+                    ),
+                    subject=arm,
+                    details={} if judged_result is None else {"per_judge": judged_result["per_judge"],
+                                                              "sample_ids": judged_result["sample_ids"]},
+                ))
+            store.write_scores(rows)
+            return Score(
+                value=value,
+                metadata={"arm": arm, "unscored": unscored, "scorer_version": SCORER_VERSION,
+                          "judged": judged},
+            )
+
+        return score
+
+    return _memory()

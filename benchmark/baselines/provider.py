@@ -11,15 +11,20 @@ Each model reads the market and the account through the real tools and trades on
 3. finish: reply ``<TRADE_DONE>`` (``baseline/reflective`` first stores a rule with
    ``memory_add`` after a round in which its equity fell).
 
+``baseline/reflective`` trades the momentum rule and acts on its memory: when ``memory_search``
+returns lessons, it opens new positions at half size that round.
+
 Every output carries token usage (a characters/4 estimate), so Inspect never needs a tokenizer.
-The search sub-agent role gets a deterministic digest of the headlines it is shown.
+The search sub-agent role gets a deterministic digest of the headlines it is shown, and
+``baseline/judge`` answers memory-judge payloads with heuristic scores (see
+:mod:`benchmark.baselines.judge`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -35,6 +40,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
+from benchmark.baselines.judge import judge_reply
 from benchmark.baselines.strategies import STRATEGIES, Observation, Strategy, make_strategy
 from benchmark.market.orders import OrderRequest
 
@@ -42,7 +48,7 @@ ORDERS_PER_TURN = 8
 CALLS_PER_TURN = 12
 GATHER_TURNS = 4
 TRADE_DONE = "<TRADE_DONE>"
-MODELS = (*STRATEGIES, "reflective")
+MODELS = (*STRATEGIES, "reflective", "judge")
 
 _ACCOUNT = re.compile(r"Account id: (\S+)")
 _CRYPTO = re.compile(r"Crypto \(([^)]*)\)")
@@ -129,7 +135,10 @@ class BaselineModel(ModelAPI):
         config: GenerateConfig,
     ) -> ModelOutput:
         prompt_text = "\n".join(m.text for m in input)
-        if not tools:
+        if self.model_name == "judge":
+            users = [m.text for m in input if isinstance(m, ChatMessageUser)]
+            output = ModelOutput.from_content(model=self.model_name, content=judge_reply(users[0] if users else ""))
+        elif not tools:
             output = ModelOutput.from_content(model=self.model_name, content=_digest(prompt_text))
         else:
             output = self._trade_turn(input, {t.name for t in tools}, config)
@@ -184,10 +193,21 @@ class BaselineModel(ModelAPI):
                 state.last_equity = state.equity_at_round_start
             state.equity_at_round_start = obs.equity
             state.pending = list(state.strategy.decide(obs))
+            lessons = [hit for r in results.get("memory_search", []) for hit in r.get("results", [])]
+            if reflective and lessons:
+                # adopt the stored lessons: new entries at half size
+                state.pending = [_halved(o) for o in state.pending]
+                state.extra["adopted"] = lessons[0]["id"]
+            else:
+                state.extra.pop("adopted", None)
         if state.pending:
             chunk, state.pending = state.pending[:ORDERS_PER_TURN], state.pending[ORDERS_PER_TURN:]
             calls = [self._call(state, "execute_trade", **o.to_dict()) for o in chunk]
-            return self._reply(calls, f"Placing {len(calls)} order(s) from the {state.strategy.name} rule.")
+            text = f"Placing {len(calls)} order(s) from the {state.strategy.name} rule."
+            if "adopted" in state.extra:
+                text += (f" Following stored lesson {state.extra['adopted']}: new momentum "
+                         "entries at half the usual amount until a second round confirms.")
+            return self._reply(calls, text)
         if reflective and not state.reflected and _lost(state, obs):
             state.reflected = True
             return self._reply([self._reflection(state, obs)], "The last round lost money; storing a rule.")
@@ -223,6 +243,13 @@ class BaselineModel(ModelAPI):
             rule=f"After a {size} {direction} in {symbol}, size new momentum entries at half the "
                  "usual amount and wait for a second confirming round before adding",
         )
+
+
+def _halved(order: OrderRequest) -> OrderRequest:
+    """The same order at half size when it opens a position."""
+    if order.operation != "open" or order.usd_amount is None:
+        return order
+    return replace(order, usd_amount=round(order.usd_amount / 2, 2))
 
 
 def _key(function: str, arguments: dict[str, Any]) -> str:

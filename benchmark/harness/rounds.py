@@ -293,7 +293,7 @@ def trading_rounds(
         model = get_model()
         account_id = _account_id(state)
         store = get_store(trace_db)
-        prompt = load_prompt(system_prompt)
+        prompt = load_prompt(meta.get("system_prompt", system_prompt))
         versions = {"prompts": {prompt.name: prompt.version, "round": load_prompt("round").version},
                     "rules": {"R0": load_r0().version}, **(run_versions or {})}
         store.start_run(RunRecord(
@@ -313,6 +313,7 @@ def trading_rounds(
         session = AccountSession(account_id, window, config, workspace)
         session.trace_db = trace_db
         session.run_id = run_id
+        session.arm = meta.get("arm")
         if session_setup is not None:
             await session_setup(session, state)
         tools = tools_factory(session)

@@ -123,6 +123,7 @@ class AccountSession:
         self._liquidations_seen = 0
         self.current_call_id: str | None = None
         self.run_id: str = ""
+        self.arm: str | None = None
         self.trace_db: str | None = None
         self._extra_usage = [0, 0]
 
