@@ -134,5 +134,36 @@ def data_validate(paths: tuple[str, ...]) -> None:
         click.echo(f"… {len(loaded.gaps) - 50} more gaps")
 
 
+@main.command("memory-report")
+@click.option("--trace-db", default=None, help="Trace store (default $LIVEMACE_TRACE_DB or ./livemace_traces.duckdb).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def memory_report_command(trace_db: str | None, as_json: bool) -> None:
+    """Memory Score of every model's latest scored memory run, normalised across those models."""
+    from dataclasses import asdict
+
+    from scorers.memory import memory_report
+    from traces.reader import TraceReader
+    from traces.store import resolve_path
+
+    with TraceReader(resolve_path(trace_db)) as reader:
+        results = memory_report(reader)
+    if as_json:
+        click.echo(json.dumps({m: asdict(r) for m, r in results.items()}, indent=2))
+        return
+    if not results:
+        raise click.ClickException("no scored memory runs in the trace store")
+
+    def fmt(value: float | None) -> str:
+        return "unscored" if value is None else f"{value:.3f}"
+
+    click.echo(f"{'model':<32}{'MCQ':>9}{'MUQ':>9}{'ΔMDD':>9}{'ΔTL':>9}{'ΔMDDn':>9}{'ΔTLn':>9}{'MS':>9}")
+    for model, r in results.items():
+        click.echo(f"{model:<32}" + "".join(f"{fmt(v):>9}" for v in (
+            r.mcq, r.muq, r.delta_mdd, r.delta_tail_loss, r.delta_mdd_norm,
+            r.delta_tail_loss_norm, r.ms)))
+        if r.reason:
+            click.echo(f"  {r.reason}")
+
+
 if __name__ == "__main__":
     main()

@@ -692,3 +692,40 @@ def memory_scorer(
         return score
 
     return _memory()
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing models across runs of the trace store
+# --------------------------------------------------------------------------------------------
+
+
+def memory_inputs_from_scores(scores: pd.DataFrame) -> MemoryInputs:
+    """A run's :class:`MemoryInputs` from its ``scores`` rows (scorer ``memory``; latest row per
+    account and metric; ``subject`` is the arm)."""
+    rows = scores[scores["scorer"] == "memory"].drop_duplicates(
+        subset=["account_id", "metric"], keep="last"
+    )
+
+    def one(arm: str, metric: str) -> float | None:
+        values = rows[(rows["subject"] == arm) & (rows["metric"] == metric)]["value"].dropna()
+        return float(values.mean()) if len(values) else None
+
+    return MemoryInputs(
+        mcq=one(MEMORY_ARM, "mcq"), muq=one(MEMORY_ARM, "muq"),
+        mdd_memory=one(MEMORY_ARM, "mdd"), mdd_free=one(FREE_ARM, "mdd"),
+        tail_loss_memory=one(MEMORY_ARM, "tail_loss"), tail_loss_free=one(FREE_ARM, "tail_loss"),
+    )
+
+
+def memory_report(reader: Any) -> dict[str, MemoryResult]:
+    """MS of every model with a scored ``memory`` run (its latest one) in a trace store."""
+    runs = reader.runs()
+    if runs.empty:
+        return {}
+    runs = runs[runs["configuration"] == "memory"].sort_values("started_at")
+    per_model: dict[str, MemoryInputs] = {}
+    for run in runs.to_dict(orient="records"):
+        scores = reader.scores(run["run_id"], scorer="memory")
+        if len(scores):
+            per_model[run["model"]] = memory_inputs_from_scores(scores)
+    return memory_scores_across_models(per_model)

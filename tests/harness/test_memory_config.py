@@ -1,0 +1,149 @@
+"""The Persistent Memory configuration end to end, offline, and its glue."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from inspect_ai import eval as inspect_eval
+
+from benchmark.harness.fragments import build_fragments
+from benchmark.harness.tools.memory import infer_market
+from benchmark.market.universe import DEFAULT_UNIVERSE
+from benchmark.memory import memory
+from scorers.memory import memory_inputs_from_scores, memory_report
+from traces.records import MessageRecord, RoundRecord, ToolCallRecord
+from traces.store import get_store
+
+
+@pytest.fixture(autouse=True)
+def offline_hub(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.mark.parametrize(
+    "text, market",
+    [
+        ("BTC broke out while funding rose", "crypto"),
+        ("AAPL gapped up after earnings", "us"),
+        ("large-cap stocks sold off into the close", "us"),
+        ("altcoins followed bitcoin lower", "crypto"),
+        ("BTC and NVDA both fell", None),
+        ("account equity dropped after a reversal", None),  # 'equity' alone names no market
+        ("a v-shaped recovery", None),  # lower-case 'v' is not the ticker V
+    ],
+)
+def test_infer_market(text, market):
+    assert infer_market(text, DEFAULT_UNIVERSE) == market
+
+
+def test_build_fragments_collects_context_reasoning_and_later_trades():
+    when = pd.Timestamp("2026-03-16 04:00", tz="UTC")
+    record = RoundRecord(
+        run_id="r", account_id="a", round_index=0, decision_time=when, termination_reason="trade_done",
+        messages=[
+            MessageRecord(role="user", text="round"),
+            MessageRecord(role="assistant", text="check the book", reasoning=None),
+            MessageRecord(role="assistant", text="BTC is stretched; any lesson?", reasoning="think"),
+            MessageRecord(role="assistant", text="halving as the lesson says"),
+        ],
+        tool_calls=[
+            ToolCallRecord(name="get_account_state", result='{"equity": 1}', tool_call_id="c1", message_index=1),
+            ToolCallRecord(name="get_market_snapshot", result='{"symbol": "BTC"}', tool_call_id="c2", message_index=1),
+            ToolCallRecord(name="get_market_snapshot", error_type="parsing", error_message="x", tool_call_id="c3", message_index=1),
+            ToolCallRecord(name="memory_search", result="{}", tool_call_id="c4", message_index=2),
+            ToolCallRecord(name="execute_trade", arguments={"operation": "open"}, result='{"status": "executed"}',
+                           tool_call_id="c5", message_index=3),
+        ],
+    )
+    (fragment,) = build_fragments(record, [{"tool_call_id": "c4", "query": "q", "results": [{"id": "m1"}]},
+                                           {"tool_call_id": "missing", "query": "x", "results": []}])
+    assert fragment.market_context == {"account_states": [{"equity": 1}], "market_snapshots": [{"symbol": "BTC"}]}
+    assert fragment.search_reasoning == "think\nBTC is stretched; any lesson?"
+    assert fragment.subsequent == [
+        {"reasoning": "halving as the lesson says"},
+        {"trade": {"operation": "open"}, "error": None, "result": {"status": "executed"}},
+    ]
+    assert fragment.results == [{"id": "m1"}] and fragment.created_at == when
+
+
+def _run(tmp_path, **roles):
+    db = tmp_path / "memory.duckdb"
+    logs = inspect_eval(
+        memory(days=2, trace_db=str(db)), model="baseline/reflective", model_roles=roles or None,
+        log_dir=str(tmp_path / "logs"), display="none",
+    )
+    return db, logs[0]
+
+
+@pytest.mark.slow
+def test_offline_paired_run_exercises_the_memory_lifecycle(tmp_path):
+    db, log = _run(tmp_path, judge="baseline/judge")
+    assert log.status == "success", log.error
+    reader = get_store(str(db)).reader()
+    run_id = reader.latest_run("memory")
+    accounts = reader.accounts(run_id)
+    assert sorted(accounts.index if accounts.index.name == "account_id" else accounts["account_id"]) == [
+        "scenario-default-memory-e1", "scenario-default-memory_free-e1"]
+    events = reader.memory_events(run_id)
+    searches = events[events["kind"] == "search"]
+    adds = events[events["kind"] == "add"]
+    assert len(searches) == 12  # one per round of the memory arm, none in the free arm
+    assert set(searches["account_id"]) == {"scenario-default-memory-e1"}
+    entries = reader.memory_entries(run_id)
+    assert len(entries) == int(adds["accepted"].sum()) > 0
+    assert set(entries["market"]) == {"crypto"}
+    assert entries["embedder"].str.startswith("sentence-transformers/all-MiniLM-L6-v2").all()
+    fragments = reader.fragments(run_id)
+    assert len(fragments) == 12
+    assert all(f["account_states"] for f in fragments["market_context"])
+    # every tool of the memory arm is in its schema; the free arm never saw memory tools
+    calls = reader.tool_calls(run_id)
+    assert calls[calls["name"].str.startswith("memory_")]["account_id"].unique().tolist() == [
+        "scenario-default-memory-e1"]
+    scores = reader.scores(run_id, scorer="memory")
+    mem = scores[scores["subject"] == "memory"].set_index("metric")
+    assert 0 <= mem.loc["mcq", "value"] <= 1 and 0 <= mem.loc["muq", "value"] <= 1
+    assert mem.loc["mcq", "rubric_version"] == "1.0"
+    assert mem.loc["store_size", "value"] == len(entries)
+    free = scores[scores["subject"] == "memory_free"].set_index("metric")
+    assert math.isnan(free.loc["mcq", "value"]) or free.loc["mcq", "value"] is None
+    assert free.loc["mcq", "unscored_reason"] == "not applicable to the memory-free arm"
+    metrics = log.results.scores[-1].metrics
+    assert set(metrics) >= {"mcq", "muq", "delta_mdd", "delta_tail_loss", "ms", "searches", "adds"}
+    inputs = memory_inputs_from_scores(scores)
+    assert metrics["delta_mdd"].value == pytest.approx(inputs.mdd_memory - inputs.mdd_free)
+    # one model: normalised deltas are the neutral 0.5
+    assert metrics["ms"].value == pytest.approx((inputs.mcq + inputs.muq + 0.5 + 0.5) / 4)
+    report = memory_report(reader)
+    assert report["baseline/reflective"].ms == pytest.approx(metrics["ms"].value)
+
+
+@pytest.mark.slow
+def test_without_a_judge_role_mcq_and_muq_are_unscored_not_zero(tmp_path):
+    db, log = _run(tmp_path)
+    assert log.status == "success", log.error
+    reader = get_store(str(db)).reader()
+    scores = reader.scores(reader.latest_run("memory"), scorer="memory")
+    mem = scores[scores["subject"] == "memory"].set_index("metric")
+    for metric in ("mcq", "muq"):
+        assert pd.isna(mem.loc[metric, "value"])
+        assert "judge" in mem.loc[metric, "unscored_reason"]
+    assert math.isnan(log.results.scores[-1].metrics["mcq"].value)
+
+
+def test_memory_inputs_from_hand_made_scores():
+    rows = pd.DataFrame([
+        {"account_id": "m", "scorer": "memory", "metric": "mcq", "value": 0.6, "subject": "memory"},
+        {"account_id": "m", "scorer": "memory", "metric": "mcq", "value": 0.7, "subject": "memory"},
+        {"account_id": "m", "scorer": "memory", "metric": "mdd", "value": -0.05, "subject": "memory"},
+        {"account_id": "f", "scorer": "memory", "metric": "mdd", "value": -0.08, "subject": "memory_free"},
+        {"account_id": "m", "scorer": "memory", "metric": "tail_loss", "value": -0.01, "subject": "memory"},
+        {"account_id": "f", "scorer": "memory", "metric": "tail_loss", "value": -0.02, "subject": "memory_free"},
+    ])
+    inputs = memory_inputs_from_scores(rows)
+    assert inputs.mcq == 0.7  # the latest row of a metric wins (re-scoring)
+    assert inputs.muq is None
+    assert (inputs.mdd_memory, inputs.mdd_free) == (-0.05, -0.08)
+    assert (inputs.tail_loss_memory, inputs.tail_loss_free) == (-0.01, -0.02)
