@@ -24,6 +24,8 @@ def base(
     max_tool_calls_per_response: int = 16,
     trace_db: str | None = None,
     seed: int = 0,
+    workspace_time_limit_s: float = 30.0,
+    workspace_memory_mb: int = 1024,
 ) -> Task:
     """One account trading the chosen market window in decision rounds.
 
@@ -39,6 +41,8 @@ def base(
         trace_db: DuckDB trace store path (default ``$LIVEMACE_TRACE_DB`` or
             ``./livemace_traces.duckdb``).
         seed: Seed passed to the model's generate config and recorded with the run.
+        workspace_time_limit_s: Wall-time limit of each Python/shell tool call, seconds.
+        workspace_memory_mb: Memory limit of each Python/shell tool call, MiB.
     """
     return trading_task(
         "base",
@@ -48,5 +52,6 @@ def base(
             scenario=scenario, data=data, days=days, start=start, interval_hours=interval_hours,
             initial_capital=initial_capital, max_steps=max_steps,
             max_tool_calls_per_response=max_tool_calls_per_response, trace_db=trace_db, seed=seed,
+            workspace_time_limit_s=workspace_time_limit_s, workspace_memory_mb=workspace_memory_mb,
         ),
     )

@@ -37,6 +37,8 @@ def memory(
     max_tool_calls_per_response: int = 16,
     trace_db: str | None = None,
     seed: int = 0,
+    workspace_time_limit_s: float = 30.0,
+    workspace_memory_mb: int = 1024,
     paired: bool = True,
     embedder: str = "auto",
     memory_k: int = 3,
@@ -57,6 +59,8 @@ def memory(
         max_tool_calls_per_response: Tool calls executed per model response.
         trace_db: DuckDB trace store path.
         seed: Seed passed to the model's generate config.
+        workspace_time_limit_s: Wall-time limit of each Python/shell tool call, seconds.
+        workspace_memory_mb: Memory limit of each Python/shell tool call, MiB.
         paired: Also run the matched memory-free arm (needed for ΔMDD/ΔTL).
         embedder: "auto" (bge-base-en-v1.5 when available locally, else the packaged
             all-MiniLM-L6-v2), "bge-base-en-v1.5", "all-MiniLM-L6-v2" or a local model path.
@@ -98,7 +102,8 @@ def memory(
             scenario=scenario, data=data, days=days, start=start, interval_hours=interval_hours,
             initial_capital=initial_capital, max_steps=max_steps,
             max_tool_calls_per_response=max_tool_calls_per_response, trace_db=trace_db,
-            seed=seed, paired=paired, embedder=embedder, memory_k=memory_k,
+            seed=seed, workspace_time_limit_s=workspace_time_limit_s,
+            workspace_memory_mb=workspace_memory_mb, paired=paired, embedder=embedder, memory_k=memory_k,
             content_sample=content_sample, usage_sample=usage_sample, judge_seed=judge_seed,
         ),
         scorers=[memory_scorer(content_sample, usage_sample, judge_seed)],

@@ -9,6 +9,7 @@ Each round is an Inspect span, so ``inspect view`` shows the trajectory round by
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Callable, Sequence
@@ -31,7 +32,7 @@ from inspect_ai.model import (
     get_model,
 )
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.tool import Tool, ToolCall, ToolCallError
+from inspect_ai.tool import Tool, ToolCall, ToolCallError, ToolDef
 from inspect_ai.util import span
 
 from benchmark.harness.prompts import load_prompt
@@ -47,6 +48,11 @@ NUDGE = (
     "Continue with tool calls if your decision needs more work; otherwise reply with exactly "
     f"{TRADE_DONE}."
 )
+
+READ_ONLY_TOOLS = frozenset({
+    "get_market_snapshot", "get_kline_history", "get_account_state", "get_history_decisions",
+    "consult_search_agent", "read_file", "memory_search",
+})
 
 ToolsFactory = Callable[[AccountSession], list[Tool]]
 RoundHook = Callable[[AccountSession, list[ChatMessage]], Any]
@@ -115,12 +121,19 @@ class RoundRunner:
     ) -> None:
         self.session = session
         self.model = model
-        self.tools = list(tools)
+        # tool definitions are built once, not on every call
+        self.tools = [ToolDef(t) if not isinstance(t, ToolDef) else t for t in tools]
         self.system_prompt = system_prompt
         self.run_id = run_id
         self.tool_names = list(tool_names)
         self.after_round = after_round
-        self.store = None
+        self._pending_write: asyncio.Future[None] | None = None
+
+    async def flush(self) -> None:
+        """Wait until the previous round is in the trace store (its write overlaps the next round)."""
+        pending, self._pending_write = self._pending_write, None
+        if pending is not None:
+            await pending
 
     async def run_round(self, index: int, when: Any, total: int) -> list[ChatMessage]:
         session = self.session
@@ -193,7 +206,9 @@ class RoundRunner:
         )
         if self.after_round is not None:
             await self.after_round(session, record, messages)
-        get_store(session.trace_db).write_round(record)
+        await self.flush()
+        store = get_store(session.trace_db)
+        self._pending_write = asyncio.ensure_future(asyncio.to_thread(store.write_round, record))
         return messages
 
     async def _run_calls(
@@ -202,16 +217,23 @@ class RoundRunner:
         """Execute a response's tool calls one by one, in order, guarding against runaways."""
         session = self.session
         cap = session.config.max_tool_calls_per_response
-        seen: set[str] = set()
+        # identical calls in one response are refused; a read repeated after a state-changing
+        # call (a trade, a memory write, a file write) is new information and is allowed
+        seen_changes: set[str] = set()
+        seen_reads: set[str] = set()
         out: list[ChatMessage] = []
         for position, call in enumerate(message.tool_calls or []):
             signature = _signature(call)
+            changes_state = call.function not in READ_ONLY_TOOLS
+            seen = seen_changes if changes_state else seen_reads
             refusal = None
             if position >= cap:
                 refusal = ("limit", f"not executed: at most {cap} tool calls per response")
             elif signature in seen:
                 refusal = ("limit", "not executed: identical to an earlier call in this response")
             seen.add(signature)
+            if changes_state and refusal is None:
+                seen_reads.clear()
             if refusal is not None:
                 error = ToolCallError(refusal[0], refusal[1])  # type: ignore[arg-type]
                 out.append(ChatMessageTool(content="", tool_call_id=call.id,
@@ -229,11 +251,21 @@ class RoundRunner:
                     err = tool_message.error
                     self._record_call(
                         call, message_index, tool_message.text,
-                        None if err is None else err.type, None if err is None else err.message,
-                        latency,
+                        None if err is None else self._error_type(call, err),
+                        None if err is None else err.message, latency,
                     )
                 out.append(tool_message)
         return out
+
+    def _error_type(self, call: ToolCall, error: ToolCallError) -> str:
+        """The trace's error taxonomy (see traces/SCHEMA.md) from Inspect's error types."""
+        if call.function not in self.tool_names:
+            return "unknown_tool"
+        if error.type == "parsing":
+            return "invalid_parameters"
+        if error.type == "unknown":
+            return "rejected" if error.message.startswith("order rejected") else "tool_error"
+        return str(error.type)
 
     def _record_call(
         self, call: ToolCall, message_index: int, result: str | None,
@@ -317,8 +349,6 @@ def trading_rounds(
         if session_setup is not None:
             await session_setup(session, state)
         tools = tools_factory(session)
-        from inspect_ai.tool import ToolDef
-
         names = [ToolDef(t).name for t in tools]
         values = prompt_values(session) | (prompt_extras(session) if prompt_extras else {})
         runner = RoundRunner(
@@ -334,14 +364,20 @@ def trading_rounds(
             for index, when in enumerate(times):
                 async with span(f"round {index + 1}/{len(times)} {when:%Y-%m-%d %H:%M}", type="round"):
                     state.messages = await runner.run_round(index, when, len(times))
+            await runner.flush()
             session.finish()
             store.write_checkpoints(run_id, account_id, session.buffer.checkpoints)
             store.finish_account(run_id, account_id, "completed",
                                  final_equity=session.sim.broker.equity())
             _finish_run_if_complete(store, run_id, meta.get("expected_accounts"))
         except BaseException as exc:
-            store.finish_account(run_id, account_id, "failed", error=repr(exc)[:2000],
-                                 final_equity=session.sim.broker.equity())
+            try:
+                await runner.flush()  # keep every round that completed
+            finally:
+                store.finish_account(
+                    run_id, account_id, "failed", error=repr(exc)[:2000],
+                    final_equity=session.sim.broker.equity(),
+                )
             raise
         state.output = ModelOutput.from_content(
             model=str(model),

@@ -184,25 +184,34 @@ class AccountSession:
         try:
             result = self.sim.execute(order)
         except OrderRejected as exc:
-            self.buffer.rejections.append(
-                RejectionRecord(
-                    reason_code=exc.code if exc.rule is None else f"{exc.code}:{exc.rule}",
-                    message=exc.message,
-                    rejected_at=self.now,
-                    symbol=order.symbol,
-                    market=order.market or self._market_or_none(order.symbol),
-                    operation=order.operation,
-                    tool_call_id=call_id,
-                    request=order.to_dict(),
-                )
-            )
-            self._round_rejections.append(f"{order.operation} {order.symbol or ''}: {exc.message}")
+            self.record_rejection(exc, order.to_dict(), call_id)
             raise
         for fill in result.fills:
             self.buffer.fills.append(_fill_record(fill, trigger="agent", call_id=call_id))
         self._round_fills.extend(result.fills)
         self._record_liquidations()
         return result
+
+    def record_rejection(
+        self, exc: OrderRejected, request: dict[str, Any], call_id: str | None = None
+    ) -> None:
+        """Keep a refused order (by the broker, or already when its arguments were parsed)."""
+        symbol = request.get("symbol")
+        symbol = str(symbol).strip().upper() if symbol else None
+        self.buffer.rejections.append(
+            RejectionRecord(
+                reason_code=exc.code if exc.rule is None else f"{exc.code}:{exc.rule}",
+                message=exc.message,
+                rejected_at=self.now,
+                symbol=symbol,
+                market=self._market_or_none(symbol),
+                operation=None if request.get("operation") is None else str(request["operation"]),
+                tool_call_id=call_id or self.current_call_id,
+                request={k: v for k, v in request.items() if v is not None},
+            )
+        )
+        operation = request.get("operation") or "?"
+        self._round_rejections.append(f"{operation} {symbol or ''}: {exc.message}")
 
     def _market_or_none(self, symbol: str | None) -> str | None:
         if symbol and symbol in self.sim.data.universe:

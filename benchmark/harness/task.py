@@ -77,6 +77,8 @@ def trading_task(
         max_tool_calls_per_response=int(args["max_tool_calls_per_response"]),
         max_round_tokens=args.get("max_round_tokens"),
         workspace_dir=args.get("workspace_dir") or os.environ.get("LIVEMACE_WORKSPACES", DEFAULT_WORKSPACES),
+        workspace_time_limit_s=float(args.get("workspace_time_limit_s") or 30.0),
+        workspace_memory_mb=int(args.get("workspace_memory_mb") or 1024),
         initial_capital=float(args["initial_capital"]),
         slippage_bps=float(args.get("slippage_bps", 0.0)),
     )

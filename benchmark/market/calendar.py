@@ -6,6 +6,7 @@ saving time are the exchange's own. A session is the half-open interval ``[open,
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 
 import exchange_calendars as xcals
@@ -22,7 +23,10 @@ CALENDAR_END = "2030-12-31"
 @lru_cache(maxsize=1)
 def nyse_sessions() -> tuple[np.ndarray, np.ndarray]:
     """Open and close instants (int64 ns UTC) of every NYSE regular session, sorted."""
-    calendar = xcals.get_calendar("XNYS", start=CALENDAR_START, end=CALENDAR_END)
+    with warnings.catch_warnings():
+        # exchange_calendars reads Series.values on tz-aware columns, deprecated in pandas 3.1
+        warnings.filterwarnings("ignore", message="Series.values returning an ndarray")
+        calendar = xcals.get_calendar("XNYS", start=CALENDAR_START, end=CALENDAR_END)
     schedule = calendar.schedule
     opens = schedule["open"].dt.tz_convert("UTC").dt.as_unit("ns").astype("int64").to_numpy()
     closes = schedule["close"].dt.tz_convert("UTC").dt.as_unit("ns").astype("int64").to_numpy()

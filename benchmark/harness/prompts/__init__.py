@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -21,8 +21,12 @@ class Prompt:
     template: str
     extends: str | None = None
 
+    @cached_property
+    def compiled(self) -> jinja2.Template:
+        return _ENV.from_string(self.template)
+
     def render(self, **values: Any) -> str:
-        own = _ENV.from_string(self.template).render(**values).strip()
+        own = self.compiled.render(**values).strip()
         if self.extends is None:
             return own
         return load_prompt(self.extends).render(**values) + "\n\n" + own

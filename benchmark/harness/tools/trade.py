@@ -34,12 +34,18 @@ def execute_trade(session: AccountSession) -> Tool:
             close_ratio: Fraction of the position to close, in (0, 1]; default 1.
             leverage: Crypto 1 to 10 (the risk engine allows at most 5); US equities 1.
         """
+        raw = dict(
+            operation=operation, symbol=symbol, market=market, direction=direction,
+            size_mode=size_mode, target_portion_of_balance=target_portion_of_balance,
+            usd_amount=usd_amount, close_ratio=close_ratio, leverage=leverage,
+        )
         try:
-            order = OrderRequest.parse(
-                operation, symbol, market, direction, size_mode,
-                target_portion_of_balance, usd_amount, close_ratio, leverage,
-            )
-            result = session.trade(order, call_id=None)
+            order = OrderRequest.parse(**raw)
+        except OrderRejected as exc:
+            session.record_rejection(exc, raw)
+            raise ToolError(f"order rejected ({exc.code}): {exc.message}") from exc
+        try:
+            result = session.trade(order)
         except OrderRejected as exc:
             raise ToolError(f"order rejected ({exc.code}): {exc.message}") from exc
         return to_json({

@@ -8,21 +8,26 @@ with ``age_days`` the simulated time between the entry's creation and the query,
 Entries created after the query time are invisible.
 
 Small scopes (below ``exact_below`` rows) are scored exhaustively. Larger scopes fetch candidates
-with a faiss ``IndexPQFastScan`` (product quantisation with 2 dimensions per sub-quantiser and 4-bit
-codes, i.e. a quarter byte per dimension, scanned with SIMD) and then compute the exact score on the
-float32 vectors of those candidates. Because the candidates are chosen by cosine alone, a recent
-entry with a modest cosine could outrank all of them through its recency term. The index closes
-that gap with a bound: when the k-th best candidate score is ``s_k`` and the lowest candidate cosine
-is ``c_min``, an entry outside the candidate set can only beat ``s_k`` if its recency exceeds
-``(s_k - alpha * c_min) / (1 - alpha)``, which is true only for entries younger than a computable
-age. Those entries are scored exactly as well. The only approximation left is the quantised
-cosine ordering itself, whose recall is measured by ``perf/memory_search.py``.
+with a faiss ``IndexPQFastScan`` (one 16-level codebook per dimension, i.e. 4-bit codes, half a
+byte per dimension, scanned with SIMD) and then compute the exact score on the float32 vectors of
+those candidates. Because the candidates are chosen by cosine alone, a recent entry with a modest
+cosine could outrank all of them through its recency term. The index closes that gap with a bound.
+Let ``s_k`` be the k-th best exact score among the candidates and ``c_trust`` the exact cosine of
+the candidate at the middle of the candidate list (sorted by exact cosine); the quantised scan is
+trusted to have returned every row whose cosine exceeds ``c_trust``. Any other row scores at most
+``alpha * c_trust + (1 - alpha) * recency``, so it can only beat ``s_k`` if its recency exceeds
+``(s_k - alpha * c_trust) / (1 - alpha)``, which holds only for rows younger than a computable age.
+Those rows are scored exactly as well. What remains approximate is the quantised cosine ordering
+above ``c_trust``; its recall is measured by ``perf/memory_search.py``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,8 +40,9 @@ DAY_NS = 86_400 * 1_000_000_000
 DEFAULT_EXACT_BELOW = 2048
 DEFAULT_CANDIDATES = 256
 DEFAULT_DUPLICATE_CANDIDATES = 32
-DEFAULT_TRAIN_SAMPLE = 16_384
+DEFAULT_TRAIN_SAMPLE = 2_048
 _MIN_ANN_DIM = 8
+BLAS_MIN_ROWS = 32_768
 
 
 @dataclass(frozen=True)
@@ -201,13 +207,13 @@ class VectorIndex:
         return self._created[rows] <= now_ns
 
     def _cosines(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-        return (self._vectors[rows] @ q).astype(np.float64)
+        return _dot_rows(self._vectors[rows], q)
 
     def _exhaustive(self, q: np.ndarray, now_ns: int) -> tuple[np.ndarray, np.ndarray]:
         """All visible rows and their exact cosines."""
         if self._monotone:
             visible = self._visible_count(now_ns)
-            return np.arange(visible), (self._vectors[:visible] @ q).astype(np.float64)
+            return np.arange(visible), _dot_rows(self._vectors[:visible], q)
         rows = np.flatnonzero(self._created[: self._size] <= now_ns)
         return rows, self._cosines(rows, q)
 
@@ -243,7 +249,9 @@ class VectorIndex:
             return rows, cos
         recency = ranking.recency((now_ns - self._created[rows]) / DAY_NS)
         kth_score = float(np.partition(ranking.score(cos, recency), rows.size - k)[rows.size - k])
-        floor = (kth_score - ranking.alpha * float(cos.min())) / (1.0 - ranking.alpha)
+        trusted = (rows.size - 1) // 2
+        c_trust = float(np.partition(cos, rows.size - 1 - trusted)[rows.size - 1 - trusted])
+        floor = (kth_score - ranking.alpha * c_trust) / (1.0 - ranking.alpha)
         if floor >= 1.0:
             return rows, cos
         if floor <= 0.0:
@@ -264,7 +272,13 @@ class VectorIndex:
 
 
 class _QuantisedCandidates:
-    """faiss product-quantisation fast-scan index over the rows of a :class:`VectorIndex`."""
+    """faiss 4-bit fast-scan index over the rows of a :class:`VectorIndex`.
+
+    Every dimension gets its own 16-level codebook (a product quantiser with one dimension per
+    sub-quantiser). The codebooks are fitted here with a few Lloyd-Max iterations per dimension,
+    started from quantiles, which is deterministic and much faster than faiss's k-means for
+    768 one-dimensional sub-problems; faiss then encodes the rows and scans the codes with SIMD.
+    """
 
     def __init__(self, dim: int, train_sample: int) -> None:
         self.dim = dim
@@ -279,24 +293,76 @@ class _QuantisedCandidates:
     def rebuild(self, vectors: np.ndarray) -> None:
         import faiss
 
-        subquantisers = self.dim // 2 if self.dim % 2 == 0 else self.dim
-        index = faiss.IndexPQFastScan(self.dim, subquantisers, 4, faiss.METRIC_INNER_PRODUCT)
         n = vectors.shape[0]
         sample = np.unique(np.linspace(0, n - 1, min(n, self.train_sample)).round().astype(int))
-        index.train(np.ascontiguousarray(vectors[sample]))
-        index.add(np.ascontiguousarray(vectors))
+        codebooks = scalar_codebooks(vectors[sample], levels=16)
+        index = faiss.IndexPQFastScan(self.dim, self.dim, 4, faiss.METRIC_INNER_PRODUCT)
+        faiss.copy_array_to_vector(codebooks.ravel(), index.pq.centroids)
+        index.is_trained = True
+        with _single_thread(faiss):
+            index.add(np.ascontiguousarray(vectors))
         self._index = index
         self.trained_on = n
 
     def extend(self, vectors: np.ndarray) -> None:
+        import faiss
+
         assert self._index is not None
-        self._index.add(np.ascontiguousarray(vectors))
+        with _single_thread(faiss):
+            self._index.add(np.ascontiguousarray(vectors))
 
     def search(self, q: np.ndarray, count: int) -> np.ndarray:
+        import faiss
+
         assert self._index is not None
-        _, labels = self._index.search(q.reshape(1, -1), min(count, self.size))
+        with _single_thread(faiss):
+            _, labels = self._index.search(q.reshape(1, -1), min(count, self.size))
         rows = labels[0]
         return rows[rows >= 0].astype(np.int64)
+
+
+def scalar_codebooks(sample: np.ndarray, *, levels: int = 16, iterations: int = 8) -> np.ndarray:
+    """Per-dimension Lloyd-Max quantiser levels, shape ``(dim, levels)``, float32.
+
+    Each dimension starts from the ``levels`` equal-mass quantiles of the sample and is refined by
+    alternating nearest-level assignment and mean update; a level that attracts no value stays put.
+    """
+    values = np.sort(np.asarray(sample, dtype=np.float64), axis=0)
+    fractions = (np.arange(levels) + 0.5) / levels
+    books = np.quantile(values, fractions, axis=0).T.copy()
+    for j in range(values.shape[1]):
+        column, book = values[:, j], books[j]
+        for _ in range(iterations):
+            edges = (book[1:] + book[:-1]) / 2.0
+            bins = np.searchsorted(edges, column)
+            sums = np.bincount(bins, weights=column, minlength=levels)
+            counts = np.bincount(bins, minlength=levels)
+            book = np.sort(np.where(counts > 0, sums / np.maximum(counts, 1), book))
+        books[j] = book
+    return books.astype(np.float32)
+
+
+@contextmanager
+def _single_thread(faiss_module: ModuleType) -> Iterator[None]:
+    """Run faiss on the calling thread only (OpenMP spinning hurts on busy 2-core machines)."""
+    before = faiss_module.omp_get_max_threads()
+    faiss_module.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss_module.omp_set_num_threads(before)
+
+
+def _dot_rows(block: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``block @ q`` in float64, on the calling thread unless the block is large.
+
+    OpenBLAS's threaded matrix-vector product needs about 8 ms to wake its second thread on these
+    busy 2-core machines, far more than the product itself for a few thousand rows, so smaller
+    blocks go through ``np.vecdot``, which never leaves the calling thread.
+    """
+    if block.shape[0] >= BLAS_MIN_ROWS:
+        return (block @ q).astype(np.float64)
+    return np.vecdot(block, q).astype(np.float64)
 
 
 def _top(

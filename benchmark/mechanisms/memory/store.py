@@ -318,7 +318,7 @@ class MemoryStore:
     def stats(self) -> MemoryStats:
         """Sizes per market and per scope, with call counts and the embedder name."""
         with self._lock:
-            size_by_market = {m: 0 for m in MARKETS}
+            size_by_market: dict[str, int] = {m: 0 for m in MARKETS}
             scopes: dict[tuple[str, str], dict[str, int]] = {}
             for (account, mkt), scope in sorted(self._scopes.items()):
                 size_by_market[mkt] += len(scope.entries)
@@ -329,6 +329,11 @@ class MemoryStore:
                     "rejected_duplicates": scope.counters.rejected_duplicates,
                 }
         return MemoryStats(self.embedder.name, self.embedder.dim, size_by_market, scopes)
+
+    def uses_quantised_index(self, account_id: str, market: str) -> bool:
+        """Whether searches of this scope go through the quantised candidate index."""
+        scope = self._scopes.get((account_id, _check_market(market)))
+        return scope is not None and scope.index.uses_ann
 
     def __len__(self) -> int:
         with self._lock:
@@ -506,9 +511,9 @@ def _entry_from_row(
             f"created_round must be a non-negative integer, got {created_round!r}"
         )
     raw = data.get("embedding")
-    embedding = np.zeros(0, dtype=np.float32)
-    if raw is not None and np.size(raw) > 0:
-        embedding = normalise_rows(np.asarray(raw, dtype=np.float32).reshape(1, -1))[0]
+    embedding = np.asarray([] if raw is None else raw, dtype=np.float32).reshape(-1)
+    if embedding.size:
+        embedding = normalise_rows(embedding.reshape(1, -1))[0]
     stale = data.get("embedder") not in (None, embedder_name)
     entry = MemoryEntry(
         entry_id=_check_text("entry_id", data["entry_id"]),
