@@ -240,7 +240,7 @@ class VectorIndex:
     def _ranked_candidates(
         self, q: np.ndarray, now_ns: int, k: int, visible: int, ranking: Ranking
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """Candidate rows and exact cosines guaranteed to contain the top k (see module doc)."""
+        """Candidate rows and exact cosines expected to contain the top k (see module doc)."""
         rows = self._candidate_rows(q, now_ns, max(self._candidates, k))
         if rows is None or rows.size < min(k, visible):
             return None
