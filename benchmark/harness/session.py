@@ -87,6 +87,17 @@ def truncate(text: str, limit: int = MAX_TOOL_OUTPUT_CHARS) -> str:
     return text[:limit] + f"\n[truncated {len(text) - limit} chars]"
 
 
+def bounded_int(name: str, value: object, lo: int, hi: int) -> int:
+    """A model-supplied integer argument in ``[lo, hi]``; ValueError with a readable message."""
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from exc
+    if not lo <= number <= hi:
+        raise ValueError(f"{name} must be between {lo} and {hi}")
+    return number
+
+
 def to_json(value: object) -> str:
     return json.dumps(value, default=str, separators=(",", ":"))
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import pandas as pd
@@ -58,17 +58,46 @@ def parse_interval(interval: str) -> pd.Timedelta:
     return pd.Timedelta(minutes=int(match.group(1)) * _UNIT_MINUTES[match.group(2)])
 
 
+NewsMarket = Literal["crypto", "us", "macro"]
+
+
 @dataclass(frozen=True)
 class NewsItem:
-    """A time-stamped news or event item (synthetic in the bundled scenarios)."""
+    """A time-stamped news or event item (synthetic in the bundled scenarios), visible from
+    ``published_at`` on."""
 
     id: str
     published_at: pd.Timestamp
     headline: str
     body: str
     symbols: tuple[str, ...] = ()
-    market: str = "macro"
+    market: NewsMarket = "macro"
     source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as one JSON-ready object (the ``.news.jsonl`` line format)."""
+        return {
+            "id": self.id,
+            "published_at": self.published_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "headline": self.headline,
+            "body": self.body,
+            "symbols": list(self.symbols),
+            "market": self.market,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> NewsItem:
+        """Parse one ``.news.jsonl`` object."""
+        return cls(
+            id=str(obj["id"]),
+            published_at=as_utc(obj["published_at"]),
+            headline=str(obj["headline"]),
+            body=str(obj["body"]),
+            symbols=tuple(str(s) for s in obj["symbols"]),
+            market=obj["market"],
+            source=str(obj["source"]),
+        )
 
 
 class BarSource(Protocol):
@@ -392,19 +421,7 @@ def scenario_source(name: str) -> FrameSource:
     from benchmark.market.scenarios import load_scenario
 
     scenario = load_scenario(name)
-    news = tuple(
-        NewsItem(
-            id=item.id,
-            published_at=item.published_at,
-            headline=item.headline,
-            body=item.body,
-            symbols=tuple(item.symbols),
-            market=item.market,
-            source=item.source,
-        )
-        for item in scenario.news
-    )
-    return FrameSource(name=f"scenario:{name}", frame=scenario.bars, news_items=news)
+    return FrameSource(name=f"scenario:{name}", frame=scenario.bars, news_items=scenario.news)
 
 
 _COLUMN_ALIASES = {

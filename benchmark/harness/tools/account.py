@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from inspect_ai.tool import Tool, ToolError, tool
 
-from benchmark.harness.session import AccountSession, to_json
+from benchmark.harness.session import AccountSession, bounded_int, to_json
 
 
 @tool
@@ -25,11 +25,9 @@ def get_history_decisions(session: AccountSession) -> Tool:
             limit: How many rounds to return (latest ones), 1 to 50.
         """
         try:
-            limit = int(limit)
-        except (TypeError, ValueError) as exc:
-            raise ToolError(f"limit must be an integer, got {limit!r}") from exc
-        if not 1 <= limit <= 50:
-            raise ToolError("limit must be between 1 and 50")
-        return to_json([d.to_dict() for d in session.history[-limit:]])
+            count = bounded_int("limit", limit, 1, 50)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from exc
+        return to_json([d.to_dict() for d in session.history[-count:]])
 
     return execute

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from inspect_ai.tool import Tool, ToolError, tool
 
-from benchmark.harness.session import AccountSession, to_json
+from benchmark.harness.session import AccountSession, bounded_int, to_json
 from benchmark.market.data import DataError
 
 
@@ -42,15 +42,10 @@ def get_kline_history(session: AccountSession) -> Tool:
             end: Latest candle open time (ISO 8601, UTC); clipped to the current time.
             limit: Maximum number of candles (latest ones), 1 to 1000.
         """
-        try:
-            limit = int(limit)
-        except (TypeError, ValueError) as exc:
-            raise ToolError(f"limit must be an integer, got {limit!r}") from exc
-        if not 1 <= limit <= 1000:
-            raise ToolError("limit must be between 1 and 1000")
         sym = str(symbol).strip().upper()
         try:
-            bars = session.sim.data.bars(sym, interval, start=start, end=end, limit=limit)
+            count = bounded_int("limit", limit, 1, 1000)
+            bars = session.sim.data.bars(sym, interval, start=start, end=end, limit=count)
         except (DataError, ValueError) as exc:
             raise ToolError(str(exc)) from exc
         frame = bars.drop(columns=["close_time"]).round(8)

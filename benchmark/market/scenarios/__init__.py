@@ -21,6 +21,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from benchmark.market.clock import as_utc
+from benchmark.market.data import NewsItem, NewsMarket
 
 SCENARIO_NAMES: tuple[str, ...] = ("default", "bull", "bear", "chop", "flash-crash")
 """Names of the shipped scenarios, ``default`` first."""
@@ -28,47 +29,8 @@ SCENARIO_NAMES: tuple[str, ...] = ("default", "bull", "bear", "chop", "flash-cra
 BAR_COLUMNS: tuple[str, ...] = ("symbol", "ts", "open", "high", "low", "close", "volume")
 """Columns of a scenario's bar frame, in order; ``ts`` is the bar's open time (UTC)."""
 
-NewsMarket = Literal["crypto", "us", "macro"]
 
 _SUFFIXES = {"bars": ".parquet", "news": ".news.jsonl", "meta": ".meta.json"}
-
-
-@dataclass(frozen=True)
-class NewsItem:
-    """One synthetic news item, visible from ``published_at`` on."""
-
-    id: str
-    published_at: pd.Timestamp
-    headline: str
-    body: str
-    symbols: tuple[str, ...]
-    market: NewsMarket
-    source: str
-
-    def to_json(self) -> dict[str, Any]:
-        """The item as one JSON-ready object (the ``.news.jsonl`` line format)."""
-        return {
-            "id": self.id,
-            "published_at": self.published_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "headline": self.headline,
-            "body": self.body,
-            "symbols": list(self.symbols),
-            "market": self.market,
-            "source": self.source,
-        }
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> NewsItem:
-        """Parse one ``.news.jsonl`` object."""
-        return cls(
-            id=str(obj["id"]),
-            published_at=as_utc(obj["published_at"]),
-            headline=str(obj["headline"]),
-            body=str(obj["body"]),
-            symbols=tuple(str(s) for s in obj["symbols"]),
-            market=obj["market"],
-            source=str(obj["source"]),
-        )
 
 
 @dataclass(frozen=True, eq=False)
