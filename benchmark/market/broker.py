@@ -204,6 +204,8 @@ class Broker:
         self._day = data.now.normalize()
         self._prev_day_close = float(initial_capital)
         self._suspended_until: pd.Timestamp | None = None
+        self._version = 0  # bumped by every change of the book
+        self._equity_cache: tuple[tuple[int, int], float] | None = None
 
     # -- read-only views -------------------------------------------------------------------
     @property
@@ -234,8 +236,14 @@ class Broker:
         return self._data.price(symbol)
 
     def equity(self) -> float:
-        book = self._book
-        return book.cash + sum(p.value(self._price(s)) for s, p in book.positions.items())
+        """Cash plus marked positions; memoised per (time, book version) because marking,
+        risk checks and checkpoints ask for it several times at the same instant."""
+        key = (self._data.now.value, self._version)
+        if self._equity_cache is None or self._equity_cache[0] != key:
+            book = self._book
+            value = book.cash + sum(p.value(self._price(s)) for s, p in book.positions.items())
+            self._equity_cache = (key, value)
+        return self._equity_cache[1]
 
     def exposure(self) -> float:
         return sum(abs(p.quantity * self._price(s)) for s, p in self._book.positions.items())
@@ -486,6 +494,7 @@ class Broker:
         self, symbol: str, market: Market, action: str, side: str, direction: Direction,
         quantity: float, price: float, fee: float, leverage: float, margin: float, pnl: float,
     ) -> Fill:
+        self._version += 1  # every change of the book ends here, before equity is re-read
         fill = Fill(
             time=self._data.now, symbol=symbol, market=market, action=action,  # type: ignore[arg-type]
             side=side, direction=direction, quantity=quantity, price=price,  # type: ignore[arg-type]
