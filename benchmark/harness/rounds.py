@@ -41,7 +41,7 @@ from benchmark.market.calendar import nyse_is_open
 from benchmark.market.window import resolve_window
 from policies import load_r0
 from traces.records import AccountRecord, MessageRecord, RoundRecord, RunRecord, ToolCallRecord
-from traces.store import get_store
+from traces.store import get_store, resolve_path
 
 TRADE_DONE = "<TRADE_DONE>"
 NUDGE = (
@@ -316,6 +316,7 @@ def trading_rounds(
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         meta = state.metadata
+        trace_path = resolve_path(trace_db)
         window = resolve_window(
             meta.get("scenario"), meta.get("data"), start=meta.get("start"),
             days=meta.get("days"), interval_hours=meta.get("interval_hours", 4.0),
@@ -324,7 +325,7 @@ def trading_rounds(
         run_id = active.eval_id if active is not None else uuid.uuid4().hex
         model = get_model()
         account_id = _account_id(state)
-        store = get_store(trace_db)
+        store = get_store(trace_path)
         prompt = load_prompt(meta.get("system_prompt", system_prompt))
         versions = {"prompts": {prompt.name: prompt.version, "round": load_prompt("round").version},
                     "rules": {"R0": load_r0().version}, **(run_versions or {})}
@@ -343,7 +344,7 @@ def trading_rounds(
         ), replace=True)
         workspace = Path(config.workspace_dir) / run_id / account_id
         session = AccountSession(account_id, window, config, workspace)
-        session.trace_db = trace_db
+        session.trace_db = trace_path
         session.run_id = run_id
         session.arm = meta.get("arm")
         if session_setup is not None:
@@ -357,7 +358,7 @@ def trading_rounds(
         )
         times = window.grid.times()
         state.metadata["livemace"] = {
-            "run_id": run_id, "account_id": account_id, "trace_db": trace_db,
+            "run_id": run_id, "account_id": account_id, "trace_db": trace_path,
             "rounds": len(times), "window": window.label,
         }
         try:

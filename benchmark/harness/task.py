@@ -16,7 +16,6 @@ from benchmark.harness.session import HarnessConfig
 from benchmark.market.window import resolve_window
 from scorers.outcomes import SCORER_VERSION as OUTCOMES_VERSION
 from scorers.outcomes import outcome_scorer
-from traces.store import resolve_path
 
 DEFAULT_WORKSPACES = "workspaces"
 
@@ -69,8 +68,9 @@ def trading_task(
 ) -> Task:
     """A Task whose samples are account trajectories driven by :func:`trading_rounds`."""
     args = dict(task_args)
-    trace_db = resolve_path(args.get("trace_db"))
-    args["trace_db"] = trace_db
+    # the default trace store is resolved when the samples run, not here: Inspect imports task
+    # files from their own directory, so a relative default would land next to the task file
+    trace_db = args.get("trace_db")
     config = HarnessConfig(
         configuration=configuration,
         max_steps=int(args["max_steps"]),

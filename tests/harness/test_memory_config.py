@@ -147,3 +147,31 @@ def test_memory_inputs_from_hand_made_scores():
     assert inputs.muq is None
     assert (inputs.mdd_memory, inputs.mdd_free) == (-0.05, -0.08)
     assert (inputs.tail_loss_memory, inputs.tail_loss_free) == (-0.01, -0.02)
+
+
+@pytest.mark.slow
+def test_inspect_eval_command_runs_the_memory_task_offline(tmp_path):
+    """The command users type, as a subprocess: paired arms, searches, adds and fragments."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    db = tmp_path / "cli.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "eval", "benchmark/memory.py",
+         "--model", "baseline/reflective", "--model-role", "judge=baseline/judge",
+         "-T", "days=1", "-T", f"trace_db={db}", "--log-dir", str(tmp_path / "logs"),
+         "--display", "none"],
+        cwd=repo, capture_output=True, text=True, timeout=600,
+        env={**__import__("os").environ, "LIVEMACE_WORKSPACES": str(tmp_path / "ws")},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    reader = get_store(str(db)).reader()
+    run_id = reader.latest_run("memory")
+    assert reader.runs()["status"].tolist() == ["completed"]
+    assert len(reader.accounts(run_id)) == 2
+    events = reader.memory_events(run_id)
+    assert (events["kind"] == "search").sum() == 6
+    assert len(reader.fragments(run_id)) == 6
+    assert set(reader.scores(run_id, scorer="memory")["metric"]) >= {"mcq", "muq", "adds", "store_size"}
