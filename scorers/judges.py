@@ -438,7 +438,7 @@ async def run_judge(
 
 
 def _assistant_message(output: ModelOutput, text: str) -> ChatMessage:
-    """The judge's turn as it goes back into the conversation (placeholder if it was empty)."""
+    """The judge's turn as it goes back into the conversation; an empty reply becomes "(empty reply)"."""
     if not output.empty and text:
         return output.message
     return ChatMessageAssistant(content="(empty reply)")
