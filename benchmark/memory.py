@@ -80,6 +80,7 @@ def memory(
 
     async def setup(session: AccountSession, state: Any) -> None:
         if session.arm == MEMORY_ARM:
+            store.forget(session.account_id)  # a retried sample starts with an empty memory
             session.memory = MemoryContext(store=store, embedder_name=chosen.name, k=memory_k)
 
     async def after_round(session: AccountSession, record: Any, messages: Any) -> None:

@@ -469,3 +469,16 @@ def test_duplicate_check_uses_the_index_and_reports_the_nearest_entry() -> None:
     assert accepted.accepted
     assert accepted.nearest_similarity == pytest.approx(float(np.max(vectors @ fresh)), abs=1e-6)
     assert store.uses_quantised_index("acct", "crypto")
+
+
+def test_forget_drops_one_account_only(store3: MemoryStore, emb3: TableEmbedder) -> None:
+    put(store3, emb3, "a1", unit3(0.9, 0), T, account="alpha")
+    put(store3, emb3, "a2", unit3(0.5, 0), T, account="alpha", market="us")
+    put(store3, emb3, "b1", unit3(0.9, 90), T, account="beta")
+
+    assert store3.forget("alpha") == 2
+    assert store3.entries("alpha") == [] and len(store3) == 1
+    assert query(store3, emb3, [1, 0, 0], T, account="alpha") == []
+    # the same lesson can be stored again after a retry
+    assert put(store3, emb3, "a1", unit3(0.9, 0), T, account="alpha").accepted
+    assert store3.forget("nobody") == 0

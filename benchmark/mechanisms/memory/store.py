@@ -315,6 +315,20 @@ class MemoryStore:
                 self._insert(self._scope(account, mkt), group)
         return len(entries)
 
+    def forget(self, account_id: str) -> int:
+        """Drop every entry of an account (a retried trajectory starts empty again).
+
+        Returns how many entries were dropped.
+        """
+        with self._lock:
+            keys = [key for key in self._scopes if key[0] == account_id]
+            dropped = 0
+            for key in keys:
+                scope = self._scopes.pop(key)
+                dropped += len(scope.entries)
+                self._ids.difference_update(entry.entry_id for entry in scope.entries)
+            return dropped
+
     def stats(self) -> MemoryStats:
         """Sizes per market and per scope, with call counts and the embedder name."""
         with self._lock:
