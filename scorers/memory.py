@@ -589,6 +589,31 @@ def _metrics() -> list[Any]:
     ]
 
 
+SNAPSHOT_FIELDS = ("symbol", "price", "change_24h_pct", "market_status")
+POSITION_FIELDS = ("symbol", "direction", "quantity", "entry_price", "leverage", "unrealized_pnl")
+
+
+def compact_context(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The judge's view of a fragment's market context: the fields that bear on timing.
+
+    Snapshots keep symbol, price, 24 h change and market status; account states keep equity,
+    cash, effective leverage and each position's symbol, side, size, entry, leverage and PnL.
+    """
+    snapshots = [
+        {k: snap.get(k) for k in SNAPSHOT_FIELDS}
+        for snap in context.get("market_snapshots") or [] if isinstance(snap, Mapping)
+    ]
+    accounts = [
+        {
+            "equity": state.get("equity"), "cash": state.get("cash"),
+            "effective_leverage": state.get("effective_leverage"),
+            "positions": [{k: p.get(k) for k in POSITION_FIELDS} for p in state.get("positions") or []],
+        }
+        for state in context.get("account_states") or [] if isinstance(state, Mapping)
+    ]
+    return {"market_snapshots": snapshots, "account_states": accounts}
+
+
 def memory_scorer(
     content_sample: int | None = 20,
     usage_sample: int | None = 20,
@@ -652,7 +677,7 @@ def memory_scorer(
                     ]
                     usage = [
                         {"id": r.get("tool_call_id") or f"fragment-{i}",
-                         "market_context": r["market_context"],
+                         "market_context": compact_context(r["market_context"] or {}),
                          "search_reasoning": r["search_reasoning"] or "", "query": r["query"],
                          "results": r["results"], "subsequent": r["subsequent"]}
                         for i, r in enumerate(fragments.to_dict(orient="records"))

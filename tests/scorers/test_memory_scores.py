@@ -341,3 +341,26 @@ def test_all_judges_unscored_gives_none_with_reason() -> None:
 def test_scoring_requires_a_judge() -> None:
     with pytest.raises(ValueError, match="at least one judge"):
         asyncio.run(score_memory_content(ENTRIES, [], n=None, seed=0))
+
+
+def test_compact_context_keeps_what_bears_on_timing():
+    from scorers.memory import compact_context
+
+    context = {
+        "market_snapshots": [{"symbol": "BTC", "price": 90000.0, "change_24h_pct": -3.2,
+                              "market_status": "open", "volume_24h": 1e9, "high_24h": 93000.0}],
+        "account_states": [{"equity": 9800.0, "cash": 9000.0, "effective_leverage": 0.2,
+                            "fees_paid": 3.0, "positions": [
+                                {"symbol": "BTC", "direction": "long", "quantity": 0.01,
+                                 "entry_price": 95000.0, "leverage": 2.0, "unrealized_pnl": -50.0,
+                                 "margin": 475.0}]}],
+    }
+    assert compact_context(context) == {
+        "market_snapshots": [{"symbol": "BTC", "price": 90000.0, "change_24h_pct": -3.2,
+                              "market_status": "open"}],
+        "account_states": [{"equity": 9800.0, "cash": 9000.0, "effective_leverage": 0.2,
+                            "positions": [{"symbol": "BTC", "direction": "long", "quantity": 0.01,
+                                           "entry_price": 95000.0, "leverage": 2.0,
+                                           "unrealized_pnl": -50.0}]}],
+    }
+    assert compact_context({}) == {"market_snapshots": [], "account_states": []}
