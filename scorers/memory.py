@@ -659,7 +659,7 @@ def memory_scorer(
                 "searches": float((events["kind"] == "search").sum()) if len(events) else 0.0,
                 "adds": float(len(adds)),
                 "store_size": float(len(entries)),
-                "rejected_duplicates": float((adds["accepted"] == False).sum()) if len(adds) else 0.0,  # noqa: E712
+                "rejected_duplicates": float((adds["accepted"] == False).sum()) if len(adds) else 0.0,
                 "mcq": float("nan"), "muq": float("nan"),
             }
             judged: dict[str, Any] = {}

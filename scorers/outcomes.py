@@ -158,7 +158,7 @@ def compute_outcomes(
 HEADLINE_METRICS = ("return", "mdd", "sharpe", "calmar", "tail_loss", "swr")
 
 
-def outcome_scorer(interval: str = "1h"):  # noqa: ANN201 - returns an Inspect Scorer
+def outcome_scorer(interval: str = "1h"):
     """Inspect scorer: outcome metrics of the sample's account from its trace-store checkpoints.
 
     Reports Return, MDD, Sharpe, Calmar, TailLoss and SWR per sample (as a dict value) and their

@@ -4,7 +4,7 @@ from inspect_ai.model import modelapi
 
 
 @modelapi(name="baseline")
-def baseline():  # noqa: ANN201 - Inspect provider factory
+def baseline():
     from benchmark.baselines.provider import BaselineModel
 
     return BaselineModel

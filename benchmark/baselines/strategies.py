@@ -10,8 +10,9 @@ Each strategy returns :class:`OrderRequest` values; it never touches the account
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol
+from typing import Protocol
 
 import numpy as np
 import pandas as pd

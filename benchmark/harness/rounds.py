@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,12 @@ READ_ONLY_TOOLS = frozenset({
 })
 
 ToolsFactory = Callable[[AccountSession], list[Tool]]
-RoundHook = Callable[[AccountSession, list[ChatMessage]], Any]
+RoundHook = Callable[[AccountSession, RoundRecord, list[ChatMessage]], Awaitable[None]]
+"""Called after each round, before it is written: may add records (e.g. memory) to the round."""
+SessionSetup = Callable[[AccountSession, TaskState], Awaitable[None]]
+"""Called once per sample before the first round (e.g. to attach a memory context)."""
+
+_HOUR = pd.Timedelta(hours=1)
 
 
 def prompt_values(session: AccountSession) -> dict[str, Any]:
@@ -76,9 +81,6 @@ def prompt_values(session: AccountSession) -> dict[str, Any]:
         "max_day_loss_pct": f"{limits.max_intraday_loss * 100:g}",
         "max_steps": session.config.max_steps,
     }
-
-
-_HOUR = pd.Timedelta(hours=1)
 
 
 def round_message(session: AccountSession, number: int, total: int) -> str:
@@ -309,8 +311,8 @@ def trading_rounds(
     run_versions: dict[str, Any] | None = None,
     task_args: dict[str, Any] | None = None,
     prompt_extras: Callable[[AccountSession], dict[str, Any]] | None = None,
-    after_round: Callable[..., Any] | None = None,
-    session_setup: Callable[[AccountSession, TaskState], Any] | None = None,
+    after_round: RoundHook | None = None,
+    session_setup: SessionSetup | None = None,
 ) -> Solver:
     """Loop the decision rounds of the sample's account (see the module docstring)."""
 

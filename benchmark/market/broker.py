@@ -18,9 +18,9 @@ Accounting
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
 
 import pandas as pd
 

@@ -13,7 +13,7 @@ import json
 import pandas as pd
 
 from benchmark.market.broker import AccountView, Broker
-from benchmark.market.checkpoints import CheckpointBook, Checkpoint
+from benchmark.market.checkpoints import Checkpoint, CheckpointBook
 from benchmark.market.clock import Clock, as_utc
 from benchmark.market.data import BarSource, PointInTimeData
 from benchmark.market.orders import ExecutionResult, Fill, OrderRequest

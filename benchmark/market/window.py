@@ -8,7 +8,13 @@ from functools import lru_cache
 import pandas as pd
 
 from benchmark.market.clock import DecisionGrid, as_utc
-from benchmark.market.data import BarSource, DataError, FrameSource, load_ohlcv_files, scenario_source
+from benchmark.market.data import (
+    BarSource,
+    DataError,
+    FrameSource,
+    load_ohlcv_files,
+    scenario_source,
+)
 
 DEFAULT_SCENARIO = "default"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -36,7 +36,7 @@ class Prompt:
         return f"{self.name}@{self.version}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> Prompt:
     """Read ``prompts/NAME.md``: front matter ``prompt`` and ``version``, then the template."""
     text = resources.files(__package__).joinpath(f"{name}.md").read_text()

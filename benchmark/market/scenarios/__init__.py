@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
@@ -118,6 +118,7 @@ __all__ = [
     "BAR_COLUMNS",
     "SCENARIO_NAMES",
     "NewsItem",
+    "NewsMarket",
     "Scenario",
     "list_scenarios",
     "load_scenario",
