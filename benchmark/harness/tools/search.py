@@ -17,7 +17,10 @@ from benchmark.harness.session import AccountSession, to_json
 from benchmark.market.data import NewsItem
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(["the", "a", "an", "of", "to", "in", "on", "for", "and", "or", "is", "are", "be", "what", "how", "why", "any", "news", "about", "latest"])
+_STOP = frozenset([
+    "the", "a", "an", "of", "to", "in", "on", "for", "and", "or", "is", "are", "be", "what",
+    "how", "why", "any", "news", "about", "latest",
+])
 ALIASES = {
     "bitcoin": "btc", "ether": "eth", "ethereum": "eth", "solana": "sol", "binance": "bnb",
     "ripple": "xrp", "dogecoin": "doge", "apple": "aapl", "nvidia": "nvda", "google": "googl",
