@@ -364,9 +364,13 @@ def trading_rounds(
             "rounds": len(times), "window": window.label,
         }
         try:
+            last_round: list[ChatMessage] = []
             for index, when in enumerate(times):
                 async with span(f"round {index + 1}/{len(times)} {when:%Y-%m-%d %H:%M}", type="round"):
-                    state.messages = await runner.run_round(index, when, len(times))
+                    last_round = await runner.run_round(index, when, len(times))
+            # the sample keeps only the last round's conversation (rounds live in the transcript
+            # and the trace store); assigning it once avoids diffing messages every round
+            state.messages = last_round
             await runner.flush()
             session.finish()
             store.write_checkpoints(run_id, account_id, session.buffer.checkpoints)
