@@ -162,11 +162,13 @@ def outcome_scorer(interval: str = "1h"):
     """Inspect scorer: outcome metrics of the sample's account from its trace-store checkpoints.
 
     Reports Return, MDD, Sharpe, Calmar, TailLoss and SWR per sample (as a dict value) and their
-    mean over samples per task.
+    mean over samples per task; every metric of :data:`OUTCOME_KEYS` is also written to the
+    trace store's ``scores`` table with the scorer version.
     """
     from inspect_ai.scorer import Score, Target, mean, scorer
     from inspect_ai.solver import TaskState
 
+    from traces.records import ScoreRecord
     from traces.store import get_store
 
     @scorer(metrics={key: [mean()] for key in HEADLINE_METRICS}, name="outcomes")
@@ -175,9 +177,18 @@ def outcome_scorer(interval: str = "1h"):
             info = state.metadata.get("livemace")
             if not info:
                 raise RuntimeError("no livemace trajectory recorded for this sample")
-            with get_store(info["trace_db"]).reader() as reader:
+            store = get_store(info["trace_db"])
+            with store.reader() as reader:
                 equity = reader.equity_series(info["run_id"], info["account_id"], interval)
             values = compute_outcomes(equity, PERIODS_PER_YEAR[interval])
+            store.write_scores([
+                ScoreRecord(
+                    run_id=info["run_id"], account_id=info["account_id"], scorer="outcomes",
+                    metric=key, value=float(value), scorer_version=SCORER_VERSION,
+                    details={"interval": interval, "checkpoints": len(equity) - 1},
+                )
+                for key, value in values.items()
+            ])
             return Score(
                 value={key: values[key] for key in HEADLINE_METRICS},
                 answer=f"final equity {equity[-1]:.2f}",
