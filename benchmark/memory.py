@@ -109,7 +109,7 @@ def memory(
         ),
         scorers=[memory_scorer(content_sample, usage_sample, judge_seed)],
         arms=arms,
-        run_versions={"embedder": chosen.info.as_dict() if hasattr(chosen, "info") else chosen.name,
+        run_versions={"embedder": chosen.info.as_dict(),
                       "memory_scorer": MEMORY_SCORER_VERSION},
         session_setup=setup,
         after_round=after_round,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -70,7 +70,7 @@ class _Account:
     last_equity: float | None = None
     reflected: bool = False
     counter: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    adopted: str | None = None  # id of the stored lesson followed this round
 
 
 def _tool_results(messages: list[ChatMessage]) -> dict[str, list[dict[str, Any]]]:
@@ -149,7 +149,8 @@ class BaselineModel(ModelAPI):
         output.usage = ModelUsage(input_tokens=inp, output_tokens=out, total_tokens=inp + out)
         return output
 
-    def _account(self, input: list[ChatMessage], config: GenerateConfig) -> tuple[str, _Account]:
+    def _account(self, input: list[ChatMessage], config: GenerateConfig) -> _Account:
+        """The scripted state of the account named in the round message (new round: reset)."""
         round_text = next(m.text for m in input if isinstance(m, ChatMessageUser))
         match = _ACCOUNT.search(round_text)
         account_id = match.group(1) if match else "default"
@@ -160,7 +161,7 @@ class BaselineModel(ModelAPI):
             self._accounts[account_id] = state
         if state.round_key != round_text:
             state.round_key, state.pending, state.reflected = round_text, None, False
-        return account_id, state
+        return state
 
     def _call(self, state: _Account, function: str, **arguments: Any) -> ToolCall:
         state.counter += 1
@@ -173,7 +174,7 @@ class BaselineModel(ModelAPI):
     def _trade_turn(
         self, input: list[ChatMessage], tool_names: set[str], config: GenerateConfig
     ) -> ModelOutput:
-        _, state = self._account(input, config)
+        state = self._account(input, config)
         assistants = [m for m in input if isinstance(m, ChatMessageAssistant)]
         reflective = self.model_name == "reflective" and "memory_search" in tool_names
         results = _tool_results(input) if assistants else {}
@@ -197,15 +198,15 @@ class BaselineModel(ModelAPI):
             if reflective and lessons:
                 # adopt the stored lessons: new entries at half size
                 state.pending = [_halved(o) for o in state.pending]
-                state.extra["adopted"] = lessons[0]["id"]
+                state.adopted = lessons[0]["id"]
             else:
-                state.extra.pop("adopted", None)
+                state.adopted = None
         if state.pending:
             chunk, state.pending = state.pending[:ORDERS_PER_TURN], state.pending[ORDERS_PER_TURN:]
             calls = [self._call(state, "execute_trade", **o.to_dict()) for o in chunk]
             text = f"Placing {len(calls)} order(s) from the {state.strategy.name} rule."
-            if "adopted" in state.extra:
-                text += (f" Following stored lesson {state.extra['adopted']}: new momentum "
+            if state.adopted is not None:
+                text += (f" Following stored lesson {state.adopted}: new momentum "
                          "entries at half the usual amount until a second round confirms.")
             return self._reply(calls, text)
         if reflective and not state.reflected and _lost(state, obs):

@@ -310,7 +310,6 @@ def trading_rounds(
     trace_db: str | None = None,
     run_versions: dict[str, Any] | None = None,
     task_args: dict[str, Any] | None = None,
-    prompt_extras: Callable[[AccountSession], dict[str, Any]] | None = None,
     after_round: RoundHook | None = None,
     session_setup: SessionSetup | None = None,
 ) -> Solver:
@@ -353,7 +352,7 @@ def trading_rounds(
             await session_setup(session, state)
         tools = tools_factory(session)
         names = [ToolDef(t).name for t in tools]
-        values = prompt_values(session) | (prompt_extras(session) if prompt_extras else {})
+        values = prompt_values(session)
         runner = RoundRunner(
             session, model, tools, prompt.render(**values), run_id,
             tool_names=names, after_round=after_round,

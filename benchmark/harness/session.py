@@ -78,7 +78,6 @@ class RoundBuffer:
     fills: list[FillRecord] = field(default_factory=list)
     rejections: list[RejectionRecord] = field(default_factory=list)
     checkpoints: list[CheckpointRecord] = field(default_factory=list)
-    extra: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def truncate(text: str, limit: int = MAX_TOOL_OUTPUT_CHARS) -> str:

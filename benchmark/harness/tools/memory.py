@@ -15,7 +15,7 @@ from inspect_ai.tool import Tool, ToolError, tool
 
 from benchmark.harness.session import AccountSession, to_json
 from benchmark.market.universe import Universe
-from benchmark.mechanisms.memory import MemoryInputError, MemoryStore
+from benchmark.mechanisms.memory import MemoryInputError, MemoryStore, canonical_text
 from traces.records import MemoryEntryRecord, MemoryEventRecord
 
 _WORD = re.compile(r"[A-Za-z]+")
@@ -134,7 +134,7 @@ def memory_add(session: AccountSession) -> Tool:
                                        rule, session.now, max(0, session.round_index))
         except MemoryInputError as exc:
             raise ToolError(str(exc)) from exc
-        text = f"CONDITION: {condition}\nOBSERVATION: {observation}\nRULE: {rule}"
+        text = canonical_text(str(condition), str(observation), str(rule))
         context.log.events.append(MemoryEventRecord(
             kind="add", text=text, created_at=session.now, accepted=result.accepted,
             reason=result.reason, nearest_similarity=result.nearest_similarity,
